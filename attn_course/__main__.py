@@ -1,0 +1,28 @@
+"""``python -m attn_course COMMAND``: lab, grade, execute, make-exercises."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "lab": ("attn_course.lab", "open JupyterLab on the course"),
+    "grade": ("attn_course.grading.cli", "grade exercise notebooks and print a score table"),
+    "execute": ("attn_course.notebooks", "re-execute notebooks in place (regenerates outputs)"),
+    "make-exercises": ("attn_course.grading.exercises", "regenerate exercises/ from solutions/"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in COMMANDS:
+        print("usage: python -m attn_course COMMAND [ARGS]\n\ncommands:")
+        for name, (_, help_text) in COMMANDS.items():
+            print(f"  {name:<16}{help_text}")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

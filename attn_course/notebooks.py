@@ -1,0 +1,46 @@
+"""``python -m attn_course execute PATH...``: re-execute notebooks in place, headless.
+
+The only sanctioned way to change stored outputs. Cells tagged ``raises-exception`` may
+raise; any other error stops with the notebook's name and the failing cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def notebook_paths(paths: list[str]) -> list[Path]:
+    """The .ipynb files named by ``paths`` (folders are searched, non-recursively), sorted."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        found.extend(sorted(path.glob("*.ipynb")) if path.is_dir() else [path])
+    return found
+
+
+def execute_in_place(path: Path, timeout: int = 300) -> float:
+    """Execute ``path`` in a fresh kernel from its own folder; return the seconds taken."""
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    start = time.perf_counter()
+    client.execute()
+    nbformat.write(notebook, path)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attn_course execute", description=__doc__)
+    parser.add_argument("paths", nargs="+", help="notebooks or folders of notebooks")
+    args = parser.parse_args(argv)
+    for path in notebook_paths(args.paths):
+        print(f"{path}: {execute_in_place(path):.1f} s", flush=True)
+    return 0

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .validation import check_config, check_heads, check_input
+
 __all__ = [
     "causal_mask",
     "padding_mask",
@@ -99,7 +101,7 @@ def scaled_dot_product_attention(
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(b, num_tokens, d_out) -> (b, num_heads, num_tokens, head_dim)."""
     b, num_tokens, d_out = x.shape
-    _check_heads(d_out, num_heads)
+    check_heads(d_out, num_heads)
     x = x.view(b, num_tokens, num_heads, d_out // num_heads)  # (b, num_tokens, num_heads, head_dim)
     return x.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
 
@@ -109,50 +111,6 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     b, num_heads, num_tokens, head_dim = x.shape
     x = x.transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
     return x.contiguous().view(b, num_tokens, num_heads * head_dim)  # (b, num_tokens, d_out)
-
-
-# --- input validation shared by every module -------------------------------------------
-
-
-def _check_heads(d_out: int, num_heads: int) -> None:
-    if num_heads < 1:
-        raise ValueError(f"num_heads={num_heads} must be at least 1.")
-    if d_out % num_heads != 0:
-        choices = [h for h in range(1, d_out + 1) if d_out % h == 0]
-        raise ValueError(
-            f"d_out={d_out} is not divisible by num_heads={num_heads}: every head gets "
-            f"d_out // num_heads dimensions. Choose num_heads in {set(choices)}."
-        )
-
-
-def _check_config(d_in: int, d_out: int, context_length: int, dropout: float) -> None:
-    for name, value in (("d_in", d_in), ("d_out", d_out), ("context_length", context_length)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive int.")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(
-            f"dropout={dropout} must be in [0, 1): it is the probability of dropping a weight."
-        )
-
-
-def _check_input(x: torch.Tensor, d_in: int, context_length: int) -> None:
-    if x.ndim != 3:
-        raise ValueError(
-            f"expected input of shape (b, num_tokens, d_in) = (b, num_tokens, {d_in}), got a "
-            f"rank-{x.ndim} tensor of shape {tuple(x.shape)}. A single sequence needs a batch "
-            "dim: x.unsqueeze(0)."
-        )
-    if x.shape[-1] != d_in:
-        raise ValueError(
-            f"the last dim of the input is {x.shape[-1]} but this module was built with "
-            f"d_in={d_in}; input shape {tuple(x.shape)}."
-        )
-    if x.shape[1] > context_length:
-        raise ValueError(
-            f"the input has num_tokens={x.shape[1]} tokens but the causal mask was built for "
-            f"context_length={context_length}; build the module with a larger context_length "
-            "or truncate the input."
-        )
 
 
 # --- the lecture classes -----------------------------------------------------------------
@@ -174,7 +132,7 @@ class CausalAttention(nn.Module):
         qkv_bias: bool = False,
     ):
         super().__init__()
-        _check_config(d_in, d_out, context_length, dropout)
+        check_config(d_in, d_out, context_length, dropout)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -186,7 +144,7 @@ class CausalAttention(nn.Module):
         self.attn_weights: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_input(x, self.d_in, self.context_length)
+        check_input(x, self.d_in, self.context_length)
         b, num_tokens, d_in = x.shape
         keys = self.W_key(x)  # (b, num_tokens, d_out)
         queries = self.W_query(x)  # (b, num_tokens, d_out)
@@ -220,15 +178,20 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ):
         super().__init__()
-        _check_config(d_in, d_out, context_length, dropout)
+        check_config(d_in, d_out, context_length, dropout)
         if num_heads < 1:
             raise ValueError(f"num_heads={num_heads} must be at least 1.")
         self.heads = nn.ModuleList(
-            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+            [
+                CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+                for _ in range(num_heads)
+            ]
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([head(x) for head in self.heads], dim=-1)  # (b, num_tokens, num_heads * d_out)
+        return torch.cat(
+            [head(x) for head in self.heads], dim=-1
+        )  # (b, num_tokens, num_heads * d_out)
 
     @property
     def attn_weights(self) -> torch.Tensor | None:
@@ -255,8 +218,8 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ):
         super().__init__()
-        _check_config(d_in, d_out, context_length, dropout)
-        _check_heads(d_out, num_heads)
+        check_config(d_in, d_out, context_length, dropout)
+        check_heads(d_out, num_heads)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -271,7 +234,7 @@ class MultiHeadAttention(nn.Module):
         self.attn_weights: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_input(x, self.d_in, self.context_length)
+        check_input(x, self.d_in, self.context_length)
         b, num_tokens, d_in = x.shape
         keys = self.W_key(x)  # (b, num_tokens, d_out)
         queries = self.W_query(x)  # (b, num_tokens, d_out)
@@ -293,8 +256,12 @@ class MultiHeadAttention(nn.Module):
         attn_weights = self.dropout(attn_weights)
         self.attn_weights = attn_weights.detach()
 
-        context_vec = (attn_weights @ values).transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
-        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # (b, num_tokens, d_out)
+        context_vec = (attn_weights @ values).transpose(
+            1, 2
+        )  # (b, num_tokens, num_heads, head_dim)
+        context_vec = context_vec.contiguous().view(
+            b, num_tokens, self.d_out
+        )  # (b, num_tokens, d_out)
         return self.out_proj(context_vec)  # (b, num_tokens, d_out)
 
 
@@ -307,11 +274,15 @@ class MultiHeadAttentionSDPA(MultiHeadAttention):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_input(x, self.d_in, self.context_length)
+        check_input(x, self.d_in, self.context_length)
         b, num_tokens, d_in = x.shape
-        queries = split_heads(self.W_query(x), self.num_heads)  # (b, num_heads, num_tokens, head_dim)
+        queries = split_heads(
+            self.W_query(x), self.num_heads
+        )  # (b, num_heads, num_tokens, head_dim)
         keys = split_heads(self.W_key(x), self.num_heads)  # (b, num_heads, num_tokens, head_dim)
-        values = split_heads(self.W_value(x), self.num_heads)  # (b, num_heads, num_tokens, head_dim)
+        values = split_heads(
+            self.W_value(x), self.num_heads
+        )  # (b, num_heads, num_tokens, head_dim)
         context_vec = F.scaled_dot_product_attention(
             queries,
             keys,

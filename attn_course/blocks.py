@@ -14,14 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import (
-    MultiHeadAttention,
-    _check_config,
-    _check_heads,
-    merge_heads,
-    scaled_dot_product_attention,
-    split_heads,
-)
+from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
+from .validation import check_config, check_heads
 
 __all__ = [
     "GELU",
@@ -66,7 +60,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1, activation: str = "relu"):
         super().__init__()
-        _check_config(d_model, d_ff, 1, dropout)
+        check_config(d_model, d_ff, 1, dropout)
         if activation not in ("relu", "gelu"):
             raise ValueError(f"activation={activation!r} must be 'relu' or 'gelu'.")
         self.linear1 = nn.Linear(d_model, d_ff)
@@ -90,8 +84,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.1):
         super().__init__()
-        _check_config(d_model, d_model, 1, dropout)
-        _check_heads(d_model, n_heads)
+        check_config(d_model, d_model, 1, dropout)
+        check_heads(d_model, n_heads)
         self.d_model = d_model
         self.n_heads = n_heads
         self.W_query = nn.Linear(d_model, d_model)

@@ -11,10 +11,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def build_command(port: int | None = None, token: str | None = None, headless: bool = False) -> list[str]:
+def build_command(
+    port: int | None = None, token: str | None = None, headless: bool = False
+) -> list[str]:
     """The ``jupyter lab`` command line the course uses."""
     cmd = [
-        sys.executable, "-m", "jupyter", "lab",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
         f"--ServerApp.root_dir={ROOT}",
         "--ServerApp.ip=127.0.0.1",
         "--LabApp.default_url=/lab/tree/notebooks/00_numpy_attention.ipynb",

@@ -1,0 +1,46 @@
+"""The registry of exercise checks: which checks exist and which notebook each grades.
+
+A check is a function ``check_fn(obj) -> str | None`` registered with ``@register``. It
+returns a short success message (or None) and signals a wrong answer by raising
+``CheckFailed(hint)``. Everything else (NotImplementedError -> not attempted, other
+exceptions -> error, time limit -> timeout) is decided by ``grading.check``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["CheckFailed", "CheckSpec", "CHECKS", "register", "checks_for"]
+
+
+class CheckFailed(Exception):
+    """A wrong answer; the message is the hint the learner sees."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    notebook: str  # notebook stem, e.g. "03_weight_split_mha"
+    func: Callable[[object], str | None]
+    time_limit: float  # seconds
+
+
+CHECKS: dict[str, CheckSpec] = {}
+
+
+def register(check_id: str, notebook: str, time_limit: float = 10.0):
+    """Decorator: register ``func`` as the check ``check_id`` of ``notebook``."""
+
+    def decorate(func: Callable[[object], str | None]) -> Callable[[object], str | None]:
+        if check_id in CHECKS:
+            raise ValueError(f"check id {check_id!r} is registered twice")
+        CHECKS[check_id] = CheckSpec(check_id, notebook, func, time_limit)
+        return func
+
+    return decorate
+
+
+def checks_for(notebook: str) -> list[CheckSpec]:
+    """The checks of one notebook (by stem), in registration order."""
+    return [spec for spec in CHECKS.values() if spec.notebook == notebook]

@@ -1,0 +1,496 @@
+"""attn_course.attention against PyTorch's own attention, the causal property, dropout, and
+the lectures' printed numbers (seed 001)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attn_course.attention import (
+    CausalAttention,
+    MultiHeadAttention,
+    MultiHeadAttentionSDPA,
+    MultiHeadAttentionWrapper,
+    causal_mask,
+    copy_wrapper_weights,
+    merge_heads,
+    padding_mask,
+    scaled_dot_product_attention,
+    split_heads,
+)
+from attn_course.data import example
+
+ATOL = 1e-5
+
+
+def _random_cases(n: int) -> list[tuple[int, int, int, int, int, bool]]:
+    """``n`` seeded random (b, num_tokens, d_in, d_out, num_heads, qkv_bias) configurations."""
+    rng = random.Random(2024)
+    cases = []
+    for _ in range(n):
+        num_heads, head_dim = rng.randint(1, 4), rng.randint(1, 5)
+        cases.append(
+            (
+                rng.randint(1, 3),
+                rng.randint(1, 9),
+                rng.randint(1, 12),
+                num_heads * head_dim,
+                num_heads,
+                rng.random() < 0.5,
+            )
+        )
+    return cases
+
+
+# (b, num_tokens, d_in, d_out, num_heads, qkv_bias): the edge cases, then random ones.
+CASES = [
+    (1, 1, 4, 4, 1, False),  # batch 1, a single token, one head
+    (1, 6, 6, 6, 2, True),
+    (3, 5, 8, 12, 3, False),  # d_in < d_out
+    (2, 7, 12, 8, 4, True),  # d_in > d_out
+    (2, 9, 16, 16, 1, True),  # one wide head
+    (4, 3, 5, 10, 5, False),  # head_dim 2
+    *_random_cases(8),
+]
+SQUARE_CASES = [case for case in CASES if case[2] == case[3]]
+MHA_CLASSES = [MultiHeadAttention, MultiHeadAttentionSDPA]
+
+
+def _build(cls, case, dropout=0.0, context_length=None):
+    """A seeded module of class ``cls`` for ``case`` and a random input batch for it."""
+    b, num_tokens, d_in, d_out, num_heads, qkv_bias = case
+    torch.manual_seed(sum(case[:5]))
+    module = cls(d_in, d_out, context_length or num_tokens, dropout, num_heads, qkv_bias)
+    return module.eval(), torch.randn(b, num_tokens, d_in)
+
+
+def _fused_reference(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
+    """``mha``'s forward pass rebuilt on ``F.scaled_dot_product_attention(is_causal=True)``."""
+    b, num_tokens, _ = x.shape
+
+    def heads(t):  # (b, num_tokens, d_out) -> (b, num_heads, num_tokens, head_dim)
+        return t.reshape(b, num_tokens, mha.num_heads, -1).permute(0, 2, 1, 3)
+
+    context = F.scaled_dot_product_attention(
+        heads(mha.W_query(x)), heads(mha.W_key(x)), heads(mha.W_value(x)), is_causal=True
+    )  # (b, num_heads, num_tokens, head_dim)
+    return mha.out_proj(context.permute(0, 2, 1, 3).reshape(b, num_tokens, -1))
+
+
+def _torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """A ``torch.nn.MultiheadAttention`` holding ``mha``'s weights (d_in must equal d_out)."""
+    ref = nn.MultiheadAttention(mha.d_out, mha.num_heads, batch_first=True).eval()
+    projections = (mha.W_query, mha.W_key, mha.W_value)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
+        if mha.W_query.bias is None:
+            ref.in_proj_bias.zero_()
+        else:
+            ref.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
+        ref.out_proj.load_state_dict(mha.out_proj.state_dict())
+    return ref
+
+
+# --- equivalence --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+@pytest.mark.parametrize("case", CASES)
+def test_multihead_matches_functional_sdpa(cls, case):
+    mha, x = _build(cls, case)
+    torch.testing.assert_close(mha(x), _fused_reference(mha, x), atol=ATOL, rtol=ATOL)
+
+
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+@pytest.mark.parametrize("case", SQUARE_CASES)
+def test_multihead_matches_torch_multihead_attention(cls, case):
+    mha, x = _build(cls, case)
+    ref = _torch_multihead(mha)
+    # nn.MultiheadAttention's boolean attn_mask means True = not allowed, as in this course.
+    expected, ref_weights = ref(
+        x, x, x, attn_mask=causal_mask(x.shape[1]), average_attn_weights=False
+    )
+    torch.testing.assert_close(mha(x), expected, atol=ATOL, rtol=ATOL)
+    if mha.attn_weights is not None:
+        torch.testing.assert_close(mha.attn_weights, ref_weights, atol=ATOL, rtol=ATOL)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_causal_attention_is_one_head_of_functional_sdpa(case):
+    b, num_tokens, d_in, d_out, _, qkv_bias = case
+    torch.manual_seed(sum(case[:4]))
+    head = CausalAttention(d_in, d_out, num_tokens, 0.0, qkv_bias)
+    x = torch.randn(b, num_tokens, d_in)
+    expected = F.scaled_dot_product_attention(
+        head.W_query(x), head.W_key(x), head.W_value(x), is_causal=True
+    )
+    torch.testing.assert_close(head(x), expected, atol=ATOL, rtol=ATOL)
+
+
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+@pytest.mark.parametrize("case", CASES)
+def test_wrapper_equals_multihead_after_copying_weights(cls, case):
+    b, num_tokens, d_in, d_out, num_heads, qkv_bias = case
+    torch.manual_seed(sum(case[:5]))
+    wrapper = MultiHeadAttentionWrapper(
+        d_in, d_out // num_heads, num_tokens, 0.0, num_heads, qkv_bias
+    )
+    mha = cls(d_in, d_out, num_tokens, 0.0, num_heads, qkv_bias)
+    x = torch.randn(b, num_tokens, d_in)
+    copy_wrapper_weights(wrapper, mha)
+    torch.testing.assert_close(mha(x), wrapper(x), atol=ATOL, rtol=ATOL)
+    if mha.attn_weights is not None:
+        torch.testing.assert_close(mha.attn_weights, wrapper.attn_weights, atol=ATOL, rtol=ATOL)
+
+
+@pytest.mark.parametrize("source_cls, target_cls", [MHA_CLASSES, MHA_CLASSES[::-1]])
+@pytest.mark.parametrize("case", CASES)
+def test_state_dict_loads_across_mha_and_sdpa(source_cls, target_cls, case):
+    source, x = _build(source_cls, case)
+    b, num_tokens, d_in, d_out, num_heads, qkv_bias = case
+    torch.manual_seed(999)  # different initial weights, all overwritten by the load
+    target = target_cls(d_in, d_out, num_tokens, 0.0, num_heads, qkv_bias).eval()
+    target.load_state_dict(source.state_dict())  # strict: the same keys in both classes
+    torch.testing.assert_close(target(x), source(x), atol=ATOL, rtol=ATOL)
+
+
+# --- scaled_dot_product_attention, masks, split/merge --------------------------------------
+
+
+@pytest.mark.parametrize("leading", [(), (3,), (2, 4), (2, 3, 2)])
+def test_sdpa_function_matches_torch_for_any_leading_dims(leading):
+    torch.manual_seed(len(leading))
+    queries, keys = torch.randn(*leading, 5, 4), torch.randn(*leading, 7, 4)
+    values = torch.randn(*leading, 7, 3)
+    mask = torch.rand(5, 7) < 0.3
+    mask[:, 0] = False  # every query keeps at least one key
+    context, attn_weights = scaled_dot_product_attention(queries, keys, values, mask=mask)
+    # PyTorch's boolean attn_mask means True = ALLOWED: the inverse of this course's mask.
+    expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=~mask)
+    torch.testing.assert_close(context, expected, atol=ATOL, rtol=ATOL)
+    assert attn_weights.shape == (*leading, 5, 7)
+    assert (attn_weights[..., mask] == 0).all()
+    unmasked, _ = scaled_dot_product_attention(queries, keys, values)
+    torch.testing.assert_close(unmasked, F.scaled_dot_product_attention(queries, keys, values))
+
+
+def test_sdpa_function_fully_masked_row_gives_zero_weights_and_zero_context():
+    torch.manual_seed(0)
+    queries, keys, values = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    mask = torch.zeros(3, 5, dtype=torch.bool)
+    mask[1] = True  # query 1 may look at nothing
+    context, attn_weights = scaled_dot_product_attention(queries, keys, values, mask=mask)
+    assert not context.isnan().any() and not attn_weights.isnan().any()
+    assert (attn_weights[:, 1] == 0).all() and (context[:, 1] == 0).all()
+    torch.testing.assert_close(attn_weights[:, [0, 2]].sum(-1), torch.ones(2, 2))
+
+
+def test_causal_mask_hides_exactly_the_future():
+    expected = torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 0, 0]]).bool()
+    assert torch.equal(causal_mask(4), expected)
+    assert torch.equal(causal_mask(1), torch.tensor([[False]]))
+
+
+def test_padding_mask_hides_exactly_the_padded_keys():
+    mask = padding_mask([2, 4, 1], num_tokens=4)
+    assert mask.shape == (3, 1, 1, 4) and mask.dtype == torch.bool
+    expected = torch.tensor([[0, 0, 1, 1], [0, 0, 0, 0], [0, 1, 1, 1]]).bool()
+    assert torch.equal(mask[:, 0, 0], expected)
+
+    torch.manual_seed(1)
+    queries, keys, values = (torch.randn(3, 2, 4, 5) for _ in range(3))  # (b, heads, T, d)
+    context, attn_weights = scaled_dot_product_attention(queries, keys, values, mask=mask)
+    assert (attn_weights.masked_select(mask) == 0).all()
+    torch.testing.assert_close(attn_weights.sum(-1), torch.ones(3, 2, 4))
+    # Whatever sits at the padded positions cannot reach any output.
+    garbage_keys, garbage_values = keys.clone(), values.clone()
+    garbage_keys[mask.expand_as(attn_weights)[..., 0, :]] = 1e3
+    garbage_values[mask.expand_as(attn_weights)[..., 0, :]] = -1e3
+    context2, _ = scaled_dot_product_attention(queries, garbage_keys, garbage_values, mask=mask)
+    torch.testing.assert_close(context2, context)
+
+
+def test_split_and_merge_heads_are_inverse_and_group_columns_by_head():
+    x = torch.arange(2 * 3 * 6.0).reshape(2, 3, 6)
+    heads = split_heads(x, 2)
+    assert heads.shape == (2, 2, 3, 3)
+    assert torch.equal(heads[:, 1], x[..., 3:])  # head 1 owns columns 3..5
+    assert torch.equal(merge_heads(heads), x)
+
+
+# --- the causal property, weights and dropout ----------------------------------------------
+
+
+def _causal_modules(d_in=6, context_length=8, dropout=0.0):
+    """One of each causal module with 2 heads (of width 3 where the width is per head)."""
+    torch.manual_seed(5)
+    return {
+        "CausalAttention": CausalAttention(d_in, 6, context_length, dropout),
+        "Wrapper": MultiHeadAttentionWrapper(d_in, 3, context_length, dropout, num_heads=2),
+        "MultiHeadAttention": MultiHeadAttention(d_in, 6, context_length, dropout, 2),
+        "MultiHeadAttentionSDPA": MultiHeadAttentionSDPA(d_in, 6, context_length, dropout, 2),
+    }
+
+
+@pytest.mark.parametrize("name", list(_causal_modules()))
+def test_changing_a_future_token_never_changes_an_earlier_output(name):
+    module = _causal_modules()[name].eval()
+    torch.manual_seed(6)
+    x = torch.randn(2, 8, 6)
+    out = module(x)
+    for t in range(8):
+        changed = x.clone()
+        changed[:, t:] = torch.randn(2, 8 - t, 6) * 10
+        new_out = module(changed)
+        torch.testing.assert_close(new_out[:, :t], out[:, :t], atol=ATOL, rtol=ATOL)
+        assert not torch.allclose(new_out[:, t], out[:, t])
+
+
+@pytest.mark.parametrize(
+    "name, expected_shape",
+    [
+        ("CausalAttention", (2, 5, 5)),
+        ("Wrapper", (2, 2, 5, 5)),
+        ("MultiHeadAttention", (2, 2, 5, 5)),
+        ("MultiHeadAttentionSDPA", None),
+    ],
+)
+def test_attn_weights_are_causal_rows_of_one_and_detached(name, expected_shape):
+    module = _causal_modules()[name].eval()
+    assert module.attn_weights is None  # nothing computed yet
+    torch.manual_seed(7)
+    module(torch.randn(2, 5, 6, requires_grad=True)).sum().backward()
+    weights = module.attn_weights
+    if expected_shape is None:
+        assert weights is None  # the fused kernel never materialises them
+        return
+    assert weights.shape == expected_shape
+    assert not weights.requires_grad and weights.grad_fn is None
+    assert (weights[..., causal_mask(5)] == 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(expected_shape[:-1]))
+    assert (weights[..., ~causal_mask(5)] > 0).all()
+
+
+def _context_from_weights(module, x, weights):
+    """The module's output recomputed from the weights it stored and its value projection."""
+    if isinstance(module, CausalAttention):
+        return weights @ module.W_value(x)
+    if isinstance(module, MultiHeadAttentionWrapper):
+        return torch.cat(
+            [w @ h.W_value(x) for w, h in zip(weights.unbind(1), module.heads, strict=True)], -1
+        )
+    return module.out_proj(merge_heads(weights @ split_heads(module.W_value(x), 2)))
+
+
+@pytest.mark.parametrize("name", ["CausalAttention", "Wrapper", "MultiHeadAttention"])
+def test_dropout_is_identity_in_eval_and_rescales_survivors_in_train(name):
+    p = 0.5
+    module = _causal_modules(context_length=16, dropout=p)[name]
+    no_dropout = _causal_modules(context_length=16, dropout=0.0)[name].eval()
+    torch.manual_seed(8)
+    x = torch.randn(3, 16, 6)
+    module.eval()
+    torch.testing.assert_close(module(x), no_dropout(x))  # same weights: same seed
+    eval_weights = module.attn_weights
+
+    module.train()
+    out = module(x)
+    train_weights = module.attn_weights
+    kept = train_weights != 0
+    torch.testing.assert_close(train_weights[kept], eval_weights[kept] / (1 - p))
+    assert (train_weights[~kept] == 0).all()
+    allowed = eval_weights > 0
+    assert 0.3 < kept[allowed].float().mean() < 0.7  # about half of the weights survive
+    torch.testing.assert_close(out, _context_from_weights(module, x, train_weights))
+
+
+def test_sdpa_module_dropout_only_in_train():
+    modules = _causal_modules(context_length=16, dropout=0.5)
+    sdpa, mha = modules["MultiHeadAttentionSDPA"], modules["MultiHeadAttention"]
+    sdpa.load_state_dict(mha.state_dict())
+    torch.manual_seed(9)
+    x = torch.randn(3, 16, 6)
+    torch.testing.assert_close(sdpa.eval()(x), mha.eval()(x), atol=ATOL, rtol=ATOL)
+    assert not torch.allclose(sdpa.train()(x), sdpa.eval()(x))
+
+
+def test_sdpa_function_dropout_rescales_survivors():
+    torch.manual_seed(10)
+    queries, keys, values = (torch.randn(4, 12, 8) for _ in range(3))
+    _, eval_weights = scaled_dot_product_attention(queries, keys, values)
+    context, weights = scaled_dot_product_attention(
+        queries, keys, values, dropout=nn.Dropout(0.25).train()
+    )
+    kept = weights != 0
+    torch.testing.assert_close(weights[kept], eval_weights[kept] / 0.75)
+    assert 0.6 < kept.float().mean() < 0.9
+    torch.testing.assert_close(context, weights @ values)
+
+
+# --- the lecture's printed numbers (seed 001) ----------------------------------------------
+# Copied from the published notebook output. Each is compared at the precision it was
+# printed with: half a unit of the last printed digit, never finer than 1e-4.
+
+
+def assert_printed(actual: torch.Tensor, printed: list, decimals: int) -> None:
+    """``actual`` equals the ``printed`` numbers up to the rounding of the printout."""
+    atol = max(1e-4, 0.5 * 10**-decimals)
+    torch.testing.assert_close(actual, torch.tensor(printed), atol=atol, rtol=0)
+
+
+def test_stepwise_walkthrough_numbers():
+    x = example("kid").batch()  # (1, 3, 6): "The Kid Smiles"
+    torch.manual_seed(0)
+    Wq, Wk, Wv = torch.randn(6, 6), torch.randn(6, 6), torch.randn(6, 6)
+    Q, K, V = x @ Wq, x @ Wk, x @ Wv  # (1, 3, 6) each
+    assert_printed(
+        Q,
+        [
+            [
+                [-9.0244, -11.7287, 15.5360, -1.4474, -4.5326, 9.4674],
+                [-8.0564, -13.2309, 8.2228, -8.9680, 3.1995, 4.8321],
+                [-2.4401, -3.5657, 3.3941, -1.4879, -0.1904, 2.0428],
+            ]
+        ],
+        decimals=4,
+    )
+    assert_printed(
+        K,
+        [
+            [
+                [8.2602, 14.1116, -5.0345, -16.4865, -2.9948, 8.3139],
+                [-6.1188, -0.1587, -5.0885, -14.3014, 4.9540, 5.6093],
+                [0.3059, 1.9933, -1.4461, -4.3983, 0.2799, 1.9890],
+            ]
+        ],
+        decimals=4,
+    )
+    assert_printed(
+        V,
+        [
+            [
+                [0.5076, -3.4353, 1.8576, 2.8041, 8.9427, 13.1841],
+                [-1.9113, -3.6934, 1.8502, 1.7622, 1.6981, 3.0978],
+                [-0.2005, -1.0184, 0.5297, 0.6523, 1.5201, 2.3260],
+            ]
+        ],
+        decimals=4,
+    )
+    queries, keys, values = split_heads(Q, 2), split_heads(K, 2), split_heads(V, 2)
+    assert_printed(
+        queries @ keys.transpose(2, 3),
+        [
+            [
+                [[-318.27, -21.97, -48.61], [-294.65, 9.55, -40.73], [-87.56, -1.77, -12.76]],
+                [[116.15, 51.35, 23.93], [178.44, 171.21, 49.95], [42.08, 31.79, 10.55]],
+            ]
+        ],
+        decimals=2,
+    )
+    _, attn_weights = scaled_dot_product_attention(queries, keys, values, mask=causal_mask(3))
+    assert_printed(
+        attn_weights,
+        [
+            [
+                [[1.000, 0.000, 0.000], [0.000, 1.000, 0.000], [0.000, 0.998, 0.002]],
+                [[1.000, 0.000, 0.000], [0.985, 0.015, 0.000], [0.997, 0.003, 0.000]],
+            ]
+        ],
+        decimals=3,
+    )
+
+
+# The wrapper's printed output: from CausalAttention heads that used values as keys.
+WRAPPER_PRINTED = [
+    [
+        [-0.5762, -0.1627, 0.5569, 0.3635],
+        [-0.5650, -0.0622, 0.5600, 0.2991],
+        [-0.5474, -0.1223, 0.5293, 0.3414],
+        [-0.5786, -0.0938, 0.5637, 0.3375],
+        [-0.5586, -0.0418, 0.5521, 0.3015],
+        [-0.5271, -0.0006, 0.5282, 0.2698],
+    ]
+]
+# The weight-split class's printed output: its masked_fill result was thrown away. Both
+# batch items are the same "rows" example.
+WEIGHT_SPLIT_PRINTED = [
+    [
+        [-0.3464, 0.3428, 0.3846, -0.1505, 0.1512, 0.0491],
+        [-0.3462, 0.3426, 0.3844, -0.1505, 0.1516, 0.0493],
+        [-0.3465, 0.3427, 0.3842, -0.1503, 0.1512, 0.0489],
+    ]
+] * 2
+
+
+class KeysSwappedForValues(CausalAttention):
+    """The wrapper seed's bug: ``queries @ values.transpose(1, 2)`` as attention scores."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        queries, values = self.W_query(x), self.W_value(x)  # (b, num_tokens, d_out)
+        num_tokens = x.shape[1]
+        attn_scores = queries @ values.transpose(1, 2)  # the bug: keys should be here
+        attn_scores.masked_fill_(self.mask[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / self.d_out**0.5, dim=-1)
+        return attn_weights @ values
+
+
+class MaskNotInPlace(MultiHeadAttention):
+    """The weight-split seed's bug: ``masked_fill`` (not ``masked_fill_``), result discarded."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        queries = split_heads(self.W_query(x), self.num_heads)  # (b, h, num_tokens, head_dim)
+        keys = split_heads(self.W_key(x), self.num_heads)
+        values = split_heads(self.W_value(x), self.num_heads)
+        attn_scores = queries @ keys.transpose(2, 3)  # (b, h, num_tokens, num_tokens)
+        num_tokens = x.shape[1]
+        attn_scores.masked_fill(self.mask[:num_tokens, :num_tokens], -torch.inf)  # the bug
+        attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)
+        return self.out_proj(merge_heads(attn_weights @ values))
+
+
+def _lecture_wrapper() -> MultiHeadAttentionWrapper:
+    torch.manual_seed(123)
+    return MultiHeadAttentionWrapper(3, 2, context_length=6, dropout=0.0, num_heads=2)
+
+
+def _lecture_weight_split() -> MultiHeadAttention:
+    torch.manual_seed(123)
+    return MultiHeadAttention(6, 6, context_length=3, dropout=0.0, num_heads=2, qkv_bias=True)
+
+
+def _mismatched_rows(actual: torch.Tensor, printed: list) -> list[int]:
+    """Token positions whose printed row differs from ``actual`` by more than 1e-4."""
+    far = (actual - torch.tensor(printed)).abs() > 1e-4  # (b, num_tokens, d_out)
+    return far.any(dim=-1).any(dim=0).nonzero().flatten().tolist()
+
+
+def test_wrapper_reproduces_the_only_correct_printed_row():
+    out = _lecture_wrapper()(example("dream").batch())
+    assert_printed(out[:, 0], [WRAPPER_PRINTED[0][0]], decimals=4)
+    assert _mismatched_rows(out, WRAPPER_PRINTED) == [1, 2, 3, 4, 5]
+
+
+def test_weight_split_reproduces_the_only_correct_printed_row():
+    out = _lecture_weight_split()(example("rows").batch(2))
+    assert_printed(out[:, 2], [row[2] for row in WEIGHT_SPLIT_PRINTED], decimals=4)
+    assert _mismatched_rows(out, WEIGHT_SPLIT_PRINTED) == [0, 1]
+
+
+def test_bug_zoo_keys_swapped_for_values_reproduces_the_printed_wrapper_output():
+    heads = []
+    for head in _lecture_wrapper().heads:
+        buggy = KeysSwappedForValues(3, 2, context_length=6, dropout=0.0)
+        buggy.load_state_dict(head.state_dict())
+        heads.append(buggy)
+    x = example("dream").batch()
+    assert_printed(torch.cat([h(x) for h in heads], dim=-1), WRAPPER_PRINTED, decimals=4)
+
+
+def test_bug_zoo_lost_mask_reproduces_the_printed_weight_split_output():
+    buggy = MaskNotInPlace(6, 6, context_length=3, dropout=0.0, num_heads=2, qkv_bias=True)
+    buggy.load_state_dict(_lecture_weight_split().state_dict())
+    assert_printed(buggy(example("rows").batch(2)), WEIGHT_SPLIT_PRINTED, decimals=4)

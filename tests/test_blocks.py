@@ -1,0 +1,224 @@
+"""attn_course.blocks: components against torch, post-LN vs pre-LN structure, padding,
+causality and GPT-2 parameter counts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attn_course.attention import MultiHeadAttention, padding_mask
+from attn_course.blocks import (
+    GELU,
+    GPT2_CONFIGS,
+    BlockConfig,
+    EncoderLayer,
+    FeedForward,
+    LayerNorm,
+    MultiHeadSelfAttention,
+    TransformerBlock,
+    count_parameters,
+)
+
+ATOL = 1e-5
+
+
+def _zero_(linear: nn.Linear) -> None:
+    """Make ``linear`` output zeros."""
+    with torch.no_grad():
+        linear.weight.zero_()
+        linear.bias.zero_()
+
+
+def test_layer_norm_matches_torch():
+    torch.manual_seed(0)
+    ours, ref = LayerNorm(8), nn.LayerNorm(8)
+    with torch.no_grad():
+        ours.scale.normal_()
+        ours.shift.normal_()
+    ref.weight.data, ref.bias.data = ours.scale.data.clone(), ours.shift.data.clone()
+    x = torch.randn(2, 5, 8) * 3 + 1
+    torch.testing.assert_close(ours(x), ref(x), atol=ATOL, rtol=ATOL)
+    assert {name for name, _ in ours.named_parameters()} == {"scale", "shift"}
+
+
+def test_gelu_is_the_tanh_approximation():
+    x = torch.linspace(-6, 6, 101)
+    torch.testing.assert_close(GELU()(x), F.gelu(x, approximate="tanh"))
+
+
+@pytest.mark.parametrize("activation, reference", [("relu", F.relu), ("gelu", None)])
+def test_feed_forward_shapes_and_activation(activation, reference):
+    torch.manual_seed(1)
+    ff = FeedForward(6, 24, dropout=0.5, activation=activation).eval()
+    x = torch.randn(2, 3, 6)
+    out = ff(x)
+    assert out.shape == (2, 3, 6) and ff.linear1.out_features == 24
+    act = reference or (lambda h: F.gelu(h, approximate="tanh"))
+    torch.testing.assert_close(out, ff.linear2(act(ff.linear1(x))))
+
+
+# --- the post-LN encoder layer ---------------------------------------------------------------
+
+
+def _encoder(d_model=8, n_heads=2, d_ff=16) -> EncoderLayer:
+    torch.manual_seed(2)
+    return EncoderLayer(d_model, n_heads, d_ff, dropout=0.1).eval()
+
+
+def test_encoder_output_is_layer_normalised():
+    layer = _encoder()
+    with torch.no_grad():
+        layer.norm2.scale.uniform_(0.5, 2.0)
+        layer.norm2.shift.normal_()
+    torch.manual_seed(3)
+    out = layer(torch.randn(3, 5, 8) * 4)
+    normalised = (out - layer.norm2.shift) / layer.norm2.scale  # undo the last scale/shift
+    torch.testing.assert_close(normalised.mean(-1), torch.zeros(3, 5), atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        normalised.var(-1, unbiased=False), torch.ones(3, 5), atol=1e-3, rtol=0
+    )
+
+
+def test_encoder_is_post_ln_with_residuals():
+    layer = _encoder()
+    torch.manual_seed(4)
+    x = torch.randn(2, 5, 8) * 3
+
+    def ln(t):
+        return F.layer_norm(t, (8,))
+
+    # The formula: h = LN(x + attn(x)); out = LN(h + ffn(h)) (default scale 1, shift 0).
+    h = ln(x + layer.self_attention(x)[0])
+    torch.testing.assert_close(layer(x), ln(h + layer.feed_forward(h)), atol=ATOL, rtol=ATOL)
+    # With the attention silenced the first sub-layer is the identity before its norm.
+    _zero_(layer.self_attention.out_proj)
+    torch.testing.assert_close(
+        layer(x), ln(ln(x) + layer.feed_forward(ln(x))), atol=ATOL, rtol=ATOL
+    )
+    # Both sub-layers silenced: only the residual paths and the norms remain.
+    _zero_(layer.feed_forward.linear2)
+    torch.testing.assert_close(layer(x), ln(x), atol=1e-4, rtol=0)
+
+
+def test_encoder_padding_mask_keeps_padded_keys_out():
+    layer = _encoder()
+    torch.manual_seed(5)
+    x = torch.randn(2, 5, 8)
+    mask = padding_mask([3, 5], num_tokens=5)
+    out = layer(x, mask=mask)
+    changed = x.clone()
+    changed[0, 3:] = torch.randn(2, 8) * 10  # new padding for sequence 0
+    new_out = layer(changed, mask=mask)
+    torch.testing.assert_close(new_out[0, :3], out[0, :3], atol=ATOL, rtol=ATOL)
+    torch.testing.assert_close(new_out[1], out[1])
+    # Without the mask the real tokens do see the padding.
+    assert not torch.allclose(layer(changed)[0, :3], layer(x)[0, :3])
+    weights = layer.self_attention.attn_weights
+    assert weights.shape == (2, 2, 5, 5)
+
+
+def test_self_attention_returns_weights_that_skip_padding():
+    torch.manual_seed(6)
+    attn = MultiHeadSelfAttention(8, 4, dropout=0.0)
+    out, weights = attn(torch.randn(2, 4, 8), mask=padding_mask([2, 4], 4))
+    assert out.shape == (2, 4, 8) and weights.shape == (2, 4, 4, 4)
+    assert (weights[0, ..., 2:] == 0).all() and (weights[1] > 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 4))
+
+
+# --- the pre-LN GPT-2 block ---------------------------------------------------------------------
+
+
+def _block() -> TransformerBlock:
+    torch.manual_seed(7)
+    cfg = BlockConfig(emb_dim=8, context_length=6, n_heads=2, drop_rate=0.1, qkv_bias=True)
+    return TransformerBlock(cfg).eval()
+
+
+def test_transformer_block_is_pre_ln():
+    block = _block()
+    torch.manual_seed(8)
+    x = torch.randn(2, 6, 8) * 3
+
+    def ln(t):
+        return F.layer_norm(t, (8,))
+
+    h = x + block.att(ln(x))
+    torch.testing.assert_close(block(x), h + block.ff(ln(h)), atol=ATOL, rtol=ATOL)
+    # Both sub-layers silenced: pre-LN leaves the residual stream untouched.
+    _zero_(block.att.out_proj)
+    _zero_(block.ff.linear2)
+    torch.testing.assert_close(block(x), x)
+
+
+def test_transformer_block_is_causal():
+    block = _block()
+    torch.manual_seed(9)
+    x = torch.randn(2, 6, 8)
+    out = block(x)
+    for t in range(6):
+        changed = x.clone()
+        changed[:, t:] = torch.randn(2, 6 - t, 8) * 10
+        new_out = block(changed)
+        torch.testing.assert_close(new_out[:, :t], out[:, :t], atol=ATOL, rtol=ATOL)
+        assert not torch.allclose(new_out[:, t], out[:, t])
+
+
+# --- parameter counts -----------------------------------------------------------------------
+
+
+def _block_parameters(d: int) -> int:
+    """A GPT-2 block's parameters with qkv_bias=True, counted layer by layer."""
+    attention = 3 * (d * d + d) + (d * d + d)  # W_query, W_key, W_value, out_proj
+    feed_forward = (d * 4 * d + 4 * d) + (4 * d * d + d)  # linear1, linear2
+    norms = 2 * (d + d)  # scale and shift, twice
+    return attention + feed_forward + norms  # = 12 d^2 + 13 d
+
+
+def test_gpt2_small_attention_and_block_counts():
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        attention = MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12, qkv_bias=False)
+        block = TransformerBlock(BlockConfig(qkv_bias=True))
+    assert count_parameters(attention) == 2_360_064
+    assert count_parameters(block) == 7_087_872 == _block_parameters(768)
+
+
+def test_gpt2_small_total_is_the_published_count():
+    cfg, n_layers = GPT2_CONFIGS["small"]
+    with torch.device("meta"):
+        model = nn.Sequential(
+            nn.Embedding(50257, 768),  # token embedding, tied with the output head
+            nn.Embedding(1024, 768),  # position embedding
+            *[TransformerBlock(dataclasses.replace(cfg, qkv_bias=True)) for _ in range(n_layers)],
+            LayerNorm(768),  # final norm
+        )
+    assert n_layers == 12
+    assert count_parameters(model) == 124_439_808
+
+
+@pytest.mark.parametrize(
+    "name, d, heads, layers",
+    [
+        ("small", 768, 12, 12),
+        ("medium", 1024, 16, 24),
+        ("large", 1280, 20, 36),
+        ("xl", 1600, 25, 48),
+    ],
+)
+def test_gpt2_block_counts_follow_12_d2_plus_13_d(name, d, heads, layers):
+    cfg, n_layers = GPT2_CONFIGS[name]
+    assert (cfg.emb_dim, cfg.n_heads, n_layers, cfg.d_ff) == (d, heads, layers, 4 * d)
+    with torch.device("meta"):
+        block = TransformerBlock(dataclasses.replace(cfg, qkv_bias=True))
+    assert count_parameters(block) == _block_parameters(d) == 12 * d * d + 13 * d
+
+
+def test_count_parameters_skips_buffers_and_frozen_weights():
+    attention = MultiHeadAttention(4, 4, 100, 0.0, num_heads=2)  # a 100x100 mask buffer
+    assert count_parameters(attention) == 4 * (4 * 4) + 4
+    attention.out_proj.requires_grad_(False)
+    assert count_parameters(attention) == 3 * (4 * 4)

@@ -1,0 +1,64 @@
+"""The project's promises: one set of pins, a two-command README, CI running exactly the
+README's test command, and clean ruff lint and formatting."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_RUNNER = re.compile(r"\b(make|pytest|python[\d.]*|nbval|tox|nox|ruff)\b")
+
+
+def _pip_pins_of_environment_yml() -> set[str]:
+    """The ``name==version`` lines of environment.yml's ``pip:`` list (a tiny YAML subset)."""
+    pins, in_pip = set(), False
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        item = line.split("#", 1)[0].strip()
+        if item == "- pip:":
+            in_pip = True
+        elif in_pip and item.startswith("- ") and "==" in item:
+            pins.add(item[2:].strip())
+    return pins
+
+
+def _code_blocks(markdown: str) -> list[list[str]]:
+    """The command lines (comments and blanks dropped) of each fenced code block."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", markdown, flags=re.M | re.S)
+    return [
+        [c for c in (line.split("#", 1)[0].strip() for line in b.splitlines()) if c] for b in blocks
+    ]
+
+
+def test_environment_yml_pins_equal_pyproject_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pyproject_pins = set(project["dependencies"]) | set(project["optional-dependencies"]["test"])
+    assert all("==" in pin for pin in pyproject_pins), "pyproject.toml pins exact versions"
+    assert _pip_pins_of_environment_yml() == pyproject_pins
+
+
+def test_readme_gives_exactly_two_commands():
+    blocks = _code_blocks((ROOT / "README.md").read_text())
+    assert blocks, "README.md has no code block"
+    assert blocks[0] == ["make lab", "make test"]
+
+
+def test_ci_runs_the_readme_test_command_and_nothing_else():
+    readme_test_command = _code_blocks((ROOT / "README.md").read_text())[0][1]
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    commands = [line for line in lines if line and not line.startswith("#")]
+    assert [c for c in commands if TEST_RUNNER.search(c)] == [readme_test_command]
+
+
+@pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]])
+def test_ruff_is_clean(args):
+    ruff = Path(sys.executable).parent / "ruff"
+    result = subprocess.run(
+        [str(ruff), *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

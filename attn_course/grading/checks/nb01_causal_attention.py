@@ -1,0 +1,147 @@
+"""Checks of 01_causal_attention: the causal mask, scaled dot-product attention, the class."""
+
+from __future__ import annotations
+
+import torch
+
+from ...attention import CausalAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from ...blocks import count_parameters
+from ..expect import (
+    attention_mistakes,
+    build_pair,
+    call_pure,
+    expect_answer,
+    expect_close,
+    randn,
+    seeded,
+)
+from ..registry import CheckFailed, register
+
+NOTEBOOK = "01_causal_attention"
+
+
+@register("causal_mask", NOTEBOOK, time_limit=5.0)
+def check_causal_mask(func: object) -> str:
+    """``func(num_tokens)`` -> bool (T, T), True above the diagonal."""
+    for num_tokens in (5, 6, 1, 2, 9):
+        want = causal_mask(num_tokens)
+        got = call_pure(func, num_tokens)
+        what = f"causal_mask({num_tokens})"
+        eye = torch.eye(num_tokens, dtype=torch.bool)
+        expect_close(
+            got,
+            want,
+            what,
+            mistakes={"mask_inverted": ~want, "mask_diagonal": want | eye, "past": want.T},
+            hints={
+                "mask_inverted": "mask inverted: True must mean HIDDEN, i.e. the future "
+                "(above the diagonal).",
+                "past": "the mask hides the past (below the diagonal) instead of the future: "
+                "use torch.triu, not torch.tril.",
+            },
+        )
+    return "the mask hides exactly the future for every size."
+
+
+def _sdpa_cases() -> list[
+    tuple[str, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]
+]:
+    """(description, queries, keys, values, mask); every query keeps a visible key."""
+    cases = []
+    shapes = [  # (leading dims, num_queries, num_keys, head_dim, d_v, mask kind)
+        ((), 5, 5, 4, 4, None),
+        ((2,), 6, 6, 8, 8, "causal"),
+        ((2, 3), 4, 4, 2, 2, "causal"),
+        ((3,), 3, 7, 4, 5, "padding"),
+        ((1,), 1, 1, 4, 4, "causal"),
+        ((1, 1), 5, 5, 3, 3, "padding"),
+    ]
+    for i, (lead, n_q, n_k, d, d_v, kind) in enumerate(shapes):
+        q = randn(*lead, n_q, d, seed=10 + i)
+        k = randn(*lead, n_k, d, seed=20 + i)
+        v = randn(*lead, n_k, d_v, seed=30 + i)
+        if kind == "causal":
+            mask = causal_mask(n_k)
+        elif kind == "padding":
+            lengths = [max(1, n_k - 2 * j) for j in range(lead[0])]
+            mask = padding_mask(lengths, n_k)  # (b, 1, 1, num_keys)
+            mask = mask[:, 0] if len(lead) == 1 else mask  # (b, 1, num_keys) for 3-d inputs
+        else:
+            mask = None
+        cases.append(
+            (f"queries {tuple(q.shape)}, keys {tuple(k.shape)}, mask {kind}", q, k, v, mask)
+        )
+    return cases
+
+
+@register("scaled_dot_product_attention", NOTEBOOK, time_limit=5.0)
+def check_scaled_dot_product_attention(func: object) -> str:
+    """``func(queries, keys, values, mask=None)`` -> (context, weights); mask True = hidden."""
+    for what, q, k, v, mask in _sdpa_cases():
+        want_context, want_weights = scaled_dot_product_attention(q, k, v, mask)
+        got = call_pure(func, q, k, v) if mask is None else call_pure(func, q, k, v, mask)
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise CheckFailed("return the pair (context, attn_weights), in this order.")
+        mistakes = attention_mistakes(q, k, v, mask)
+        expect_close(
+            got[1],
+            want_weights,
+            f"the weights for {what}",
+            {n: w for n, (_, w) in mistakes.items()},
+        )
+        expect_close(
+            got[0],
+            want_context,
+            f"the context for {what}",
+            {n: c for n, (c, _) in mistakes.items()},
+        )
+    return "weights and context match on batched, multi-head, masked and one-token inputs."
+
+
+def causal_mistakes(module: CausalAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Mistake name -> the output of ``module`` (lecture class) on ``x`` with that mistake."""
+    queries, keys, values = module.W_query(x), module.W_key(x), module.W_value(x)
+    mistakes = attention_mistakes(queries, keys, values, causal_mask(x.shape[1]))
+    return {name: context for name, (context, _) in mistakes.items()}
+
+
+def check_causal_class(cls: object, what: str = "CausalAttention") -> None:
+    """Compare ``cls`` with the package's CausalAttention on several configurations."""
+    configs = [  # d_in, d_out, context_length, qkv_bias, b, num_tokens
+        (3, 2, 6, False, 2, 6),
+        (5, 4, 8, True, 1, 8),
+        (4, 3, 10, False, 3, 7),
+        (2, 5, 4, True, 1, 1),
+    ]
+    for i, (d_in, d_out, ctx, bias, b, num_tokens) in enumerate(configs):
+        args = (d_in, d_out, ctx, 0.0, bias)
+        mine, ref = build_pair(cls, CausalAttention, args, seed=40 + i)
+        x = randn(b, num_tokens, d_in, seed=50 + i)
+        with torch.no_grad():
+            want, mistakes = ref(x), causal_mistakes(ref, x)
+        got = call_pure(mine, x)
+        expect_close(got, want, f"{what}{args} on input {tuple(x.shape)}", mistakes)
+
+
+@register("causal_attention", NOTEBOOK, time_limit=5.0)
+def check_causal_attention(cls: object) -> str:
+    """A class with CausalAttention's signature, same outputs as the lecture's."""
+    check_causal_class(cls)
+    return "same outputs as the lecture's CausalAttention, with and without bias, 1 to 8 tokens."
+
+
+@register("causal_attention_parameters", NOTEBOOK, time_limit=5.0)
+def check_causal_attention_parameters(answer: object) -> str:
+    """Trainable parameters of CausalAttention(d_in=3, d_out=2, ..., qkv_bias=True)."""
+    with seeded(0):
+        want = count_parameters(CausalAttention(3, 2, 6, 0.0, qkv_bias=True))
+    return expect_answer(
+        answer,
+        want,
+        "parameters of CausalAttention(3, 2, 6, 0.0, qkv_bias=True)",
+        {
+            18: "You forgot the biases (qkv_bias=True adds d_out per projection).",
+            12: "There are three projections: query, key and value.",
+            60: "The causal mask is a buffer, not a trainable parameter.",
+        },
+    )

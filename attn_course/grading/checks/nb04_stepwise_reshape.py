@@ -1,0 +1,75 @@
+"""Checks of 04_stepwise_reshape: splitting a projection into heads and merging them back."""
+
+from __future__ import annotations
+
+import torch
+
+from ...attention import merge_heads, split_heads
+from ..expect import call_pure, expect_answer, expect_close, randn
+from ..registry import CheckFailed, register
+
+NOTEBOOK = "04_stepwise_reshape"
+SHAPES = [(2, 3, 6, 2), (1, 5, 8, 4), (3, 4, 6, 1), (2, 1, 6, 3), (1, 2, 6, 6)]  # b, T, d_out, h
+
+
+@register("split_heads", NOTEBOOK, time_limit=5.0)
+def check_split_heads(func: object) -> str:
+    """``func(x, num_heads)``: (b, num_tokens, d_out) -> (b, num_heads, num_tokens, head_dim)."""
+    for i, (b, num_tokens, d_out, num_heads) in enumerate(SHAPES):
+        x = randn(b, num_tokens, d_out, seed=120 + i)
+        expect_close(
+            call_pure(func, x, num_heads),
+            split_heads(x, num_heads),
+            f"split_heads(x of shape {(b, num_tokens, d_out)}, num_heads={num_heads})",
+            {"reshape": x.reshape(b, num_heads, num_tokens, d_out // num_heads)},
+            {
+                "reshape": "heads split with reshape/view straight to (b, num_heads, num_tokens, "
+                "head_dim): that mixes tokens and heads. View as (b, num_tokens, num_heads, "
+                "head_dim), then transpose(1, 2)."
+            },
+        )
+    return "right shape and the right numbers in every head."
+
+
+@register("merge_heads", NOTEBOOK, time_limit=5.0)
+def check_merge_heads(func: object) -> str:
+    """``func(x)``: (b, num_heads, num_tokens, head_dim) -> (b, num_tokens, d_out)."""
+    for i, (b, num_tokens, d_out, num_heads) in enumerate(SHAPES):
+        # As attention produces it: attn_weights @ values is contiguous in head-major order.
+        x = split_heads(randn(b, num_tokens, d_out, seed=130 + i), num_heads).contiguous()
+        try:
+            got = call_pure(func, x)
+        except RuntimeError as error:
+            if "contiguous" not in str(error) and "view size" not in str(error):
+                raise
+            raise CheckFailed(
+                "after transpose the tensor is not contiguous in memory, so .view fails: "
+                "call .contiguous() before .view (or use .reshape)."
+            ) from None
+        expect_close(
+            got,
+            merge_heads(x),
+            f"merge_heads(x of shape {tuple(x.shape)})",
+            {"no_transpose": x.contiguous().view(b, num_tokens, d_out)},
+            {
+                "no_transpose": "heads merged without transposing back: transpose(1, 2) to (b, "
+                "num_tokens, num_heads, head_dim) first, then .contiguous().view(b, num_tokens, "
+                "d_out)."
+            },
+        )
+    return "merge_heads undoes split_heads exactly."
+
+
+@register("split_shape", NOTEBOOK, time_limit=5.0)
+def check_split_shape(answer: object) -> str:
+    """Shape of the keys of the 'kid' batch (1, 3, 6) after splitting into 2 heads."""
+    want = tuple(split_heads(torch.zeros(1, 3, 6), 2).shape)
+    return expect_answer(
+        answer,
+        want,
+        "the keys' shape after the split",
+        {
+            (1, 3, 2, 3): "That is after the view; transpose(1, 2) then groups by head.",
+            (1, 2, 3, 6): "head_dim = d_out // num_heads: each head gets a slice of d_out.",
+        },
+    )

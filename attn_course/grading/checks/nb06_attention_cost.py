@@ -1,0 +1,77 @@
+"""Checks of 06_attention_cost: the size of the weights and PyTorch's fused kernel."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
+from ..expect import expect_answer
+from ..registry import register
+from .nb03_weight_split_mha import check_mha_class, mha_mistakes
+
+NOTEBOOK = "06_attention_cost"
+# GPT-2 small's attention on a batch of 2 full-length sequences.
+D_MODEL, NUM_HEADS, BATCH = 768, 12, 2
+
+
+def weights_numel(num_tokens: int) -> int:
+    """Elements of the attention weights MultiHeadAttention keeps for (BATCH, num_tokens)."""
+    with torch.device("meta"):  # shapes only: nothing is allocated or drawn from the RNG
+        mha = MultiHeadAttention(D_MODEL, D_MODEL, num_tokens, 0.0, NUM_HEADS)
+        mha(torch.empty(BATCH, num_tokens, D_MODEL))
+    return mha.attn_weights.numel()
+
+
+@register("attn_weights_numel", NOTEBOOK, time_limit=15.0)
+def check_attn_weights_numel(answer: object) -> str:
+    """Elements of the weights for a (2, 1024, 768) batch through 12 heads."""
+    num_tokens = 1024
+    want = weights_numel(num_tokens)
+    head_dim = D_MODEL // NUM_HEADS
+    return expect_answer(
+        answer,
+        want,
+        "elements of the attention weights",
+        {
+            want // NUM_HEADS: "Every head has its own num_tokens x num_tokens weights.",
+            want // BATCH: "Count both sequences of the batch.",
+            want // num_tokens * head_dim: "The weights are num_tokens x num_tokens per head; "
+            "head_dim is the width of the queries and keys.",
+        },
+    )
+
+
+@register("attn_memory_ratio", NOTEBOOK, time_limit=15.0)
+def check_attn_memory_ratio(answer: object) -> str:
+    """How many times more memory the weights take when num_tokens doubles (1024 -> 2048)."""
+    want = weights_numel(2048) // weights_numel(1024)
+    return expect_answer(
+        answer,
+        want,
+        "growth of the weights when the context doubles",
+        {2: "Each query attends to every key: the weights grow with num_tokens squared."},
+    )
+
+
+def sdpa_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``mha_mistakes`` plus the course's mask passed as F.sdpa's attn_mask (True = allowed)."""
+    projections = (module.W_query, module.W_key, module.W_value)
+    heads = [split_heads(m(x), module.num_heads) for m in projections]
+    inverted = F.scaled_dot_product_attention(*heads, attn_mask=causal_mask(x.shape[1]))
+    return {"attn_mask": module.out_proj(merge_heads(inverted)), **mha_mistakes(module, x)}
+
+
+@register("sdpa_attention", NOTEBOOK, time_limit=5.0)
+def check_sdpa_attention(cls: object) -> str:
+    """A MultiHeadAttention subclass whose forward calls F.scaled_dot_product_attention."""
+    check_mha_class(
+        cls,
+        hints={
+            "mask_lost": "no causal mask: pass is_causal=True to F.scaled_dot_product_attention.",
+            "attn_mask": "mask inverted: F.scaled_dot_product_attention's boolean attn_mask is "
+            "True where attention is ALLOWED, the opposite of causal_mask; use is_causal=True.",
+        },
+        mistakes_of=sdpa_mistakes,
+    )
+    return "the fused kernel gives the same outputs as the lecture's MultiHeadAttention."

@@ -1,0 +1,182 @@
+"""The exercise checks: the package's reference passes, classic mistakes fail with fitting hints."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from wrong_implementations import WRONG
+
+from attn_course import attention, blocks, numpy_attention
+from attn_course.grading import checks  # noqa: F401  (registers the checks)
+from attn_course.grading.registry import CHECKS, CheckFailed
+
+NOTEBOOKS = [
+    "00_numpy_attention",
+    "01_causal_attention",
+    "02_multihead_wrapper",
+    "03_weight_split_mha",
+    "04_stepwise_reshape",
+    "05_transformer_blocks",
+    "06_attention_cost",
+    "07_bug_zoo",
+]
+
+# The correct answers, from the package or worked out by hand in the comments.
+REFERENCE = {
+    "numpy_softmax": numpy_attention.softmax,
+    "numpy_self_attention": numpy_attention.self_attention,
+    "numpy_multi_head_attention": numpy_attention.multi_head_attention,
+    "numpy_weights_shape": (6, 6),  # 6 queries x 6 keys
+    "causal_mask": attention.causal_mask,
+    "scaled_dot_product_attention": attention.scaled_dot_product_attention,
+    "causal_attention": attention.CausalAttention,
+    "causal_attention_parameters": 3 * (3 * 2 + 2),  # three (3 -> 2) linears with bias
+    "multi_head_wrapper": attention.MultiHeadAttentionWrapper,
+    "wrapper_output_shape": (2, 6, 3 * 2),  # 3 heads of width 2
+    "wrapper_parameter_count": 3 * 3 * (3 * 2),  # 3 heads x 3 bias-free (3 -> 2) linears
+    "multi_head_attention": attention.MultiHeadAttention,
+    "copy_wrapper_weights": attention.copy_wrapper_weights,
+    "mha_parameter_count": 3 * 36 + 36 + 6,  # q, k, v without bias, out_proj with bias
+    "split_heads": attention.split_heads,
+    "merge_heads": attention.merge_heads,
+    "split_shape": (1, 2, 3, 3),  # (b, num_heads, num_tokens, head_dim)
+    "padding_mask": attention.padding_mask,
+    "feed_forward": blocks.FeedForward,
+    "layer_norm": blocks.LayerNorm,
+    "encoder_layer": blocks.EncoderLayer,
+    "transformer_block": blocks.TransformerBlock,
+    # GPT-2 small block: attention 4 * 768^2 + 768 (out_proj bias), MLP 2 * 768 * 3072 +
+    # 3072 + 768, two LayerNorms 4 * 768.
+    "gpt2_block_parameters": 4 * 768**2 + 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768,
+    "attn_weights_numel": 2 * 12 * 1024 * 1024,  # b x heads x T x T
+    "attn_memory_ratio": 4,  # T^2
+    "sdpa_attention": attention.MultiHeadAttentionSDPA,
+    "bug_mask_in_place": attention.CausalAttention,
+    "bug_keys_for_values": attention.CausalAttention,
+    "bug_out_proj_width": attention.MultiHeadAttention,
+    "bug_head_scale": attention.MultiHeadAttention,
+    "bug_encoder_residual": blocks.EncoderLayer,
+}
+
+REQUIRED_IDS = [
+    "causal_mask",
+    "scaled_dot_product_attention",
+    "causal_attention",
+    "multi_head_attention",
+    "multi_head_wrapper",
+    "split_heads",
+    "merge_heads",
+    "copy_wrapper_weights",
+    "padding_mask",
+    "feed_forward",
+    "layer_norm",
+    "encoder_layer",
+    "transformer_block",
+]
+
+
+def verdict(check_id: str, obj: object) -> str:
+    """'passed' or the hint of the failure."""
+    try:
+        CHECKS[check_id].func(obj)
+    except CheckFailed as failure:
+        return str(failure)
+    return "passed"
+
+
+def test_every_check_has_a_reference_answer():
+    assert set(REFERENCE) == set(CHECKS)
+
+
+@pytest.mark.parametrize("check_id", REQUIRED_IDS)
+def test_required_ids_exist(check_id):
+    assert check_id in CHECKS
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_each_notebook_has_three_checks(notebook):
+    specs = [spec for spec in CHECKS.values() if spec.notebook == notebook]
+    assert len(specs) >= 3
+    assert all(0 < spec.time_limit <= 15 for spec in specs)
+
+
+def test_no_check_belongs_to_an_unknown_notebook():
+    assert {spec.notebook for spec in CHECKS.values()} <= set(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("check_id", sorted(REFERENCE))
+def test_reference_passes(check_id):
+    state = torch.random.get_rng_state()
+    assert verdict(check_id, REFERENCE[check_id]) == "passed"
+    assert torch.equal(torch.random.get_rng_state(), state), "the check moved the global RNG"
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=[w.name for w in WRONG])
+def test_wrong_implementation_fails_with_fitting_hint(wrong):
+    hint = verdict(wrong.check_id, wrong.obj)
+    assert hint != "passed"
+    for word in wrong.hint_words:
+        assert word.lower() in hint.lower(), hint
+
+
+@pytest.mark.parametrize("wrong", WRONG[:12], ids=[w.name for w in WRONG[:12]])
+def test_same_object_same_verdict(wrong):
+    assert verdict(wrong.check_id, wrong.obj) == verdict(wrong.check_id, wrong.obj)
+
+
+def test_reference_class_verdict_is_stable_under_other_global_seeds():
+    torch.manual_seed(0)
+    first = verdict("multi_head_attention", attention.MultiHeadAttention)
+    torch.manual_seed(999)
+    assert verdict("multi_head_attention", attention.MultiHeadAttention) == first == "passed"
+
+
+def test_lecture_numbers_hard_coded_fail():
+    lecture_mask = attention.causal_mask(6)
+    assert "wrong shape" in verdict("causal_mask", lambda num_tokens: lecture_mask)
+
+    def lecture_only_attention(queries, keys, values, mask=None):
+        """Right for 6 tokens of width 3, a fixed uniform answer otherwise."""
+        num_keys = keys.shape[-2]
+        weights = torch.full((*queries.shape[:-1], num_keys), 1.0 / num_keys)
+        return weights @ values, weights
+
+    assert verdict("scaled_dot_product_attention", lecture_only_attention) != "passed"
+
+
+def test_class_with_other_creation_order_passes():
+    class KeyFirst(attention.CausalAttention):
+        """Creates W_key before W_query: other initial weights, same computation."""
+
+        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+            super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+            self.W_key, self.W_query = torch.nn.Linear(d_in, d_out, bias=qkv_bias), self.W_key
+
+    assert verdict("causal_attention", KeyFirst) == "passed"
+
+
+def test_renamed_parameters_get_a_naming_hint():
+    class Renamed(attention.CausalAttention):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.W_q = self.W_query
+            del self.W_query
+
+        def forward(self, x):
+            self.W_query = self.W_q
+            return super().forward(x)
+
+    hint = verdict("causal_attention", Renamed)
+    assert "W_query" in hint and "W_q" in hint
+
+
+def test_instance_instead_of_class_gets_a_hint():
+    assert "class itself" in verdict("causal_attention", attention.CausalAttention(3, 2, 6, 0.0))
+
+
+def test_stub_raises_not_implemented():
+    def stub(num_tokens):
+        raise NotImplementedError("your code here")
+
+    with pytest.raises(NotImplementedError):
+        CHECKS["causal_mask"].func(stub)

@@ -1,0 +1,323 @@
+"""Deliberately wrong implementations of the exercises, to prove that the checks catch them.
+
+Each is the package's reference with ONE classic mistake built in (a subclass overriding
+only the broken part, or the reference function with one step changed). ``WRONG`` lists
+them with the check that must fail and key words its hint must contain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attn_course import attention, blocks, numpy_attention
+from attn_course.attention import merge_heads, split_heads
+
+
+def sdpa(queries, keys, values, mask=None, mistake: str | None = None):
+    """scaled_dot_product_attention (mask True = hidden) with ``mistake`` built in."""
+    if mistake == "mutates":
+        queries /= keys.shape[-1] ** 0.5  # in place: changes the caller's tensor
+        scaled = queries @ keys.transpose(-2, -1)
+    else:
+        other = values if mistake == "keys_are_values" else keys
+        scores = queries @ other.transpose(-2, -1)  # (..., num_queries, num_keys)
+        scaled = scores if mistake == "no_scale" else scores / keys.shape[-1] ** 0.5
+    if mask is not None:
+        if mistake == "mask_lost":
+            scaled.masked_fill(mask, -torch.inf)  # result discarded: nothing is masked
+        elif mistake == "nan":
+            scaled = scaled + mask.float() * -torch.inf  # 0 * -inf = NaN at the visible keys
+        else:
+            scaled = scaled.masked_fill(~mask if mistake == "mask_inverted" else mask, -torch.inf)
+    attn_weights = torch.softmax(scaled, dim=-2 if mistake == "softmax_dim" else -1)
+    return attn_weights @ values, attn_weights
+
+
+class CausalAttentionWith(attention.CausalAttention):
+    """CausalAttention whose forward makes ``mistake`` (set by the subclasses below)."""
+
+    mistake: str | None = None
+
+    def forward(self, x):
+        num_tokens = x.shape[1]
+        mask = self.mask[:num_tokens, :num_tokens]
+        if self.mistake == "mask_diagonal":
+            mask = torch.triu(torch.ones_like(mask), diagonal=0)
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        return sdpa(queries, keys, values, mask, self.mistake)[0]
+
+
+def causal_with(mistake: str) -> type:
+    """A CausalAttention subclass with ``mistake``."""
+    return type(f"CausalAttention_{mistake}", (CausalAttentionWith,), {"mistake": mistake})
+
+
+class MultiHeadAttentionWith(attention.MultiHeadAttention):
+    """MultiHeadAttention whose forward makes ``mistake`` (set by the subclasses below)."""
+
+    mistake: str | None = None
+
+    def forward(self, x):
+        b, num_tokens, _ = x.shape
+        projected = self.W_query(x), self.W_key(x), self.W_value(x)  # (b, num_tokens, d_out)
+        if self.mistake == "split_reshape":
+            heads = [t.reshape(b, self.num_heads, num_tokens, self.head_dim) for t in projected]
+        else:
+            heads = [split_heads(t, self.num_heads) for t in projected]
+        if self.mistake == "scale_d_out":
+            heads[0] = heads[0] * (self.head_dim / self.d_out) ** 0.5
+        context = sdpa(*heads, self.mask[:num_tokens, :num_tokens])[0]
+        if self.mistake == "merge_no_transpose":
+            merged = context.reshape(b, num_tokens, self.d_out)
+        else:
+            merged = merge_heads(context)
+        return merged if self.mistake == "no_out_proj" else self.out_proj(merged)
+
+
+def mha_with(mistake: str) -> type:
+    """A MultiHeadAttention subclass with ``mistake``."""
+    return type(f"MultiHeadAttention_{mistake}", (MultiHeadAttentionWith,), {"mistake": mistake})
+
+
+class OutProjWrongWidth(attention.MultiHeadAttention):
+    """The weight-split seed's bug: out_proj = nn.Linear(d_out, d_in)."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_in)
+
+
+class SDPAInvertedMask(attention.MultiHeadAttentionSDPA):
+    """Passes the course's causal mask (True = hidden) to F.sdpa, which reads True = allowed."""
+
+    def forward(self, x):
+        num_tokens = x.shape[1]
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
+        context = F.scaled_dot_product_attention(
+            *heads, attn_mask=self.mask[:num_tokens, :num_tokens]
+        )
+        return self.out_proj(merge_heads(context))
+
+
+class EncoderNoResidual(blocks.EncoderLayer):
+    """Norms applied, residuals forgotten."""
+
+    def forward(self, x, mask=None):
+        x = self.norm1(self.self_attention(x, mask=mask)[0])
+        return self.norm2(self.feed_forward(x))
+
+
+class EncoderNoNorm(blocks.EncoderLayer):
+    """Residuals added, norms forgotten."""
+
+    def forward(self, x, mask=None):
+        x = x + self.self_attention(x, mask=mask)[0]
+        return x + self.feed_forward(x)
+
+
+class BlockPostLN(blocks.TransformerBlock):
+    """GPT-2 block with the norms after the residual sums."""
+
+    def forward(self, x):
+        x = self.norm1(x + self.att(x))
+        return self.norm2(x + self.ff(x))
+
+
+class FeedForwardNoActivation(blocks.FeedForward):
+    """Two linears without the ReLU between them."""
+
+    def forward(self, x):
+        return self.linear2(self.linear1(x))
+
+
+class LayerNormUnbiased(blocks.LayerNorm):
+    """Uses the unbiased variance (torch.var's default)."""
+
+    def forward(self, x):
+        centred = x - x.mean(dim=-1, keepdim=True)
+        return (
+            self.scale * centred / torch.sqrt(x.var(dim=-1, keepdim=True) + self.eps) + self.shift
+        )
+
+
+def copy_without_identity(wrapper, mha):
+    """Copies the heads but leaves out_proj random."""
+    out_proj = {k: v.clone() for k, v in mha.out_proj.state_dict().items()}
+    attention.copy_wrapper_weights(wrapper, mha)
+    mha.out_proj.load_state_dict(out_proj)
+
+
+def numpy_softmax_unstable(x, axis=-1):
+    """No max subtraction: exp overflows for large scores."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e_x = np.exp(x)
+        return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+def numpy_self_attention_no_scale(X, W_Q, W_K, W_V, causal=False):
+    """The NumPy head without 1/sqrt(d_k) (scaling W_Q by sqrt(d_k) cancels the package's)."""
+    return numpy_attention.self_attention(X, W_Q * np.sqrt(W_K.shape[1]), W_K, W_V, causal)
+
+
+@dataclass(frozen=True)
+class Wrong:
+    name: str
+    check_id: str
+    obj: object
+    hint_words: tuple[str, ...]  # each must appear (case-insensitive) in the hint
+
+
+def _sdpa_with(mistake: str):
+    return partial(sdpa, mistake=mistake)
+
+
+WRONG: list[Wrong] = [
+    Wrong("sdpa no scale", "scaled_dot_product_attention", _sdpa_with("no_scale"), ("sqrt",)),
+    Wrong(
+        "sdpa softmax dim",
+        "scaled_dot_product_attention",
+        _sdpa_with("softmax_dim"),
+        ("wrong dim",),
+    ),
+    Wrong(
+        "sdpa mask lost",
+        "scaled_dot_product_attention",
+        _sdpa_with("mask_lost"),
+        ("in place", "masked_fill_"),
+    ),
+    Wrong(
+        "sdpa mask inverted",
+        "scaled_dot_product_attention",
+        _sdpa_with("mask_inverted"),
+        ("inverted",),
+    ),
+    Wrong(
+        "sdpa keys are values",
+        "scaled_dot_product_attention",
+        _sdpa_with("keys_are_values"),
+        ("values instead of the keys",),
+    ),
+    Wrong("sdpa NaN", "scaled_dot_product_attention", _sdpa_with("nan"), ("nan",)),
+    Wrong(
+        "sdpa mutates input",
+        "scaled_dot_product_attention",
+        _sdpa_with("mutates"),
+        ("changed its input",),
+    ),
+    Wrong(
+        "mask off by one",
+        "causal_mask",
+        lambda n: torch.ones(n, n, dtype=torch.bool).triu(),
+        ("off by one", "diagonal"),
+    ),
+    Wrong("mask inverted", "causal_mask", lambda n: ~attention.causal_mask(n), ("inverted",)),
+    Wrong(
+        "mask float",
+        "causal_mask",
+        lambda n: attention.causal_mask(n).float(),
+        ("dtype", "boolean"),
+    ),
+    Wrong(
+        "mask hard-coded 6x6", "causal_mask", lambda n: attention.causal_mask(6), ("wrong shape",)
+    ),
+    Wrong("causal no scale", "causal_attention", causal_with("no_scale"), ("sqrt",)),
+    Wrong("causal mask lost", "causal_attention", causal_with("mask_lost"), ("masked_fill_",)),
+    Wrong(
+        "causal diagonal hidden", "causal_attention", causal_with("mask_diagonal"), ("off by one",)
+    ),
+    Wrong(
+        "causal keys are values",
+        "causal_attention",
+        causal_with("keys_are_values"),
+        ("values instead of the keys",),
+    ),
+    Wrong("causal softmax dim", "causal_attention", causal_with("softmax_dim"), ("wrong dim",)),
+    Wrong("bug zoo mask lost", "bug_mask_in_place", causal_with("mask_lost"), ("masked_fill_",)),
+    Wrong(
+        "bug zoo keys are values",
+        "bug_keys_for_values",
+        causal_with("keys_are_values"),
+        ("values instead of the keys",),
+    ),
+    Wrong(
+        "mha split reshape",
+        "multi_head_attention",
+        mha_with("split_reshape"),
+        ("split", "transpose"),
+    ),
+    Wrong(
+        "mha merge no transpose",
+        "multi_head_attention",
+        mha_with("merge_no_transpose"),
+        ("merged without transposing",),
+    ),
+    Wrong(
+        "mha scale d_out",
+        "multi_head_attention",
+        mha_with("scale_d_out"),
+        ("sqrt(d_out)", "head_dim"),
+    ),
+    Wrong("mha no out_proj", "multi_head_attention", mha_with("no_out_proj"), ("out_proj",)),
+    Wrong(
+        "mha out_proj width", "bug_out_proj_width", OutProjWrongWidth, ("out_proj.weight", "shape")
+    ),
+    Wrong("bug zoo head scale", "bug_head_scale", mha_with("scale_d_out"), ("sqrt(d_out)",)),
+    Wrong("sdpa class inverted mask", "sdpa_attention", SDPAInvertedMask, ("allowed",)),
+    Wrong("encoder no residual", "encoder_layer", EncoderNoResidual, ("without residual",)),
+    Wrong("encoder no norm", "encoder_layer", EncoderNoNorm, ("without norm",)),
+    Wrong("bug zoo encoder", "bug_encoder_residual", EncoderNoResidual, ("residual",)),
+    Wrong("block post-LN", "transformer_block", BlockPostLN, ("pre-ln",)),
+    Wrong("feed-forward no activation", "feed_forward", FeedForwardNoActivation, ("activation",)),
+    Wrong("layer norm unbiased", "layer_norm", LayerNormUnbiased, ("biased variance",)),
+    Wrong(
+        "split heads reshape",
+        "split_heads",
+        lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1),
+        ("transpose",),
+    ),
+    Wrong(
+        "split heads no transpose (shape)",
+        "split_heads",
+        lambda x, h: x.view(*x.shape[:2], h, -1),
+        ("wrong shape",),
+    ),
+    Wrong(
+        "merge heads no transpose",
+        "merge_heads",
+        lambda x: x.contiguous().view(x.shape[0], x.shape[2], -1),
+        ("without transposing",),
+    ),
+    Wrong(
+        "merge heads not contiguous",
+        "merge_heads",
+        lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1),
+        ("contiguous",),
+    ),
+    Wrong(
+        "padding mask inverted",
+        "padding_mask",
+        lambda lengths, n: ~attention.padding_mask(lengths, n),
+        ("inverted",),
+    ),
+    Wrong(
+        "padding mask flat",
+        "padding_mask",
+        lambda lengths, n: attention.padding_mask(lengths, n)[:, 0, 0],
+        ("(b, 1, 1, num_tokens)",),
+    ),
+    Wrong("copy keeps out_proj", "copy_wrapper_weights", copy_without_identity, ("identity",)),
+    Wrong("numpy softmax overflow", "numpy_softmax", numpy_softmax_unstable, ("max",)),
+    Wrong("numpy head no scale", "numpy_self_attention", numpy_self_attention_no_scale, ("sqrt",)),
+    Wrong("wrapper one head", "wrapper_output_shape", (2, 6, 2), ("one head",)),
+    Wrong("mha count without out_proj", "mha_parameter_count", 108, ("out_proj",)),
+    Wrong("weights count without heads", "attn_weights_numel", 2 * 1024 * 1024, ("head",)),
+    Wrong("memory grows linearly", "attn_memory_ratio", 2, ("squared",)),
+]

@@ -8,10 +8,11 @@ exceptions -> error, time limit -> timeout) is decided by ``grading.check``.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["CheckFailed", "CheckSpec", "CHECKS", "register", "checks_for"]
+__all__ = ["CheckFailed", "CheckSpec", "CHECKS", "register", "checks_for", "load_checks"]
 
 
 class CheckFailed(Exception):
@@ -42,5 +43,11 @@ def register(check_id: str, notebook: str, time_limit: float = 10.0):
 
 
 def checks_for(notebook: str) -> list[CheckSpec]:
-    """The checks of one notebook (by stem), in registration order."""
-    return [spec for spec in CHECKS.values() if spec.notebook == notebook]
+    """The checks of one notebook (by stem), in registration order (loads them first)."""
+    return [spec for spec in load_checks().values() if spec.notebook == notebook]
+
+
+def load_checks() -> dict[str, CheckSpec]:
+    """Import every check module (the ``checks`` package registers them) and return CHECKS."""
+    importlib.import_module("attn_course.grading.checks")
+    return CHECKS

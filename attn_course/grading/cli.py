@@ -1,0 +1,92 @@
+"""``python -m attn_course grade PATH... [--json FILE] [--strict]``: grade notebooks.
+
+Prints a score table (one row per notebook, one verdict line per check). Exit status 0
+whenever grading ran, whatever the score; with ``--strict`` 1 below full marks; 2 for a
+usage error (a path that does not exist, a folder without notebooks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..notebooks import notebook_paths
+from .runner import CELL_TIMEOUT, NotebookReport, grade_notebooks
+
+
+def _progress(total: int):
+    """A callback printing ``[k/total] path score`` to stderr as notebooks finish."""
+    done = 0
+
+    def on_done(report: NotebookReport) -> None:
+        nonlocal done
+        done += 1
+        print(
+            f"[{done}/{total}] {report.path}: {report.score}/{report.max_score} "
+            f"({report.seconds:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return on_done
+
+
+def _table(reports: list[NotebookReport]) -> str:
+    """The score table: notebook, score, seconds; each check's verdict underneath."""
+    width = max(len("notebook"), *(len(r.path) for r in reports))
+    lines = [f"{'notebook':<{width}}  score  time"]
+    for report in reports:
+        score = f"{report.score}/{report.max_score}"
+        lines.append(f"{report.path:<{width}}  {score:>5}  {report.seconds:4.1f} s")
+        if report.error:
+            lines.append(f"    ⚠ {report.error}")
+        lines.extend(f"    {result.verdict}" for result in report.checks)
+    score = sum(r.score for r in reports)
+    max_score = sum(r.max_score for r in reports)
+    lines.append(f"{'total':<{width}}  {f'{score}/{max_score}':>5}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attn_course grade", description=__doc__)
+    parser.add_argument("paths", nargs="+", help="notebooks, or folders of notebooks")
+    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
+    parser.add_argument("--strict", action="store_true", help="exit 1 below full marks")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="notebooks graded in parallel (default 2)"
+    )
+    parser.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=CELL_TIMEOUT,
+        help=f"seconds a cell may run before it is interrupted (default {CELL_TIMEOUT})",
+    )
+    args = parser.parse_args(argv)
+    for path in map(Path, args.paths):
+        if not path.exists():
+            parser.error(f"no such file or folder: {path}")
+        if path.is_dir() and not any(path.glob("*.ipynb")):
+            parser.error(f"no notebooks (*.ipynb) in the folder {path}")
+    if args.jobs < 1 or args.cell_timeout < 1:
+        parser.error("--jobs and --cell-timeout must be at least 1")
+
+    paths = notebook_paths(args.paths)
+    if len(paths) > 1:
+        print(f"grading {len(paths)} notebooks, {args.jobs} at a time", file=sys.stderr)
+    progress = _progress(len(paths)) if len(paths) > 1 else None
+    reports = grade_notebooks(paths, args.cell_timeout, args.jobs, progress)
+    print(_table(reports))
+
+    score = sum(r.score for r in reports)
+    max_score = sum(r.max_score for r in reports)
+    if args.json:
+        summary = {
+            "score": score,
+            "max_score": max_score,
+            "notebooks": [r.to_json() for r in reports],
+        }
+        Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    full_marks = score == max_score and not any(r.error for r in reports)
+    return 1 if args.strict and not full_marks else 0

@@ -1,0 +1,63 @@
+"""The real course through the grader: solutions earn full marks, exercises are untouched.
+
+One grade command per folder (its notebooks are graded in parallel inside it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import attn_course
+from attn_course.grading.registry import load_checks
+
+ROOT = Path(attn_course.__file__).resolve().parents[1]
+
+
+def grade_folder(folder: str, tmp_path: Path, *options: str) -> tuple[int, dict]:
+    """Grade every notebook of ``ROOT/folder`` in one command; (exit status, JSON report)."""
+    if not sorted((ROOT / folder).glob("*.ipynb")):
+        pytest.skip(f"no notebooks in {folder}/ yet")
+    report_path = tmp_path / "report.json"
+    process = subprocess.run(
+        [sys.executable, "-m", "attn_course", "grade", folder, "--json", str(report_path)]
+        + list(options),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=900,
+    )
+    assert process.returncode in (0, 1), process.stderr
+    return process.returncode, json.loads(report_path.read_text(encoding="utf-8"))
+
+
+def summary(report: dict, wanted: str) -> list[str]:
+    """The verdicts that are not ``wanted``, one readable line each."""
+    return [
+        f"{nb['path']}: {c['id']}: {c['status']} — {c['message']}"
+        for nb in report["notebooks"]
+        for c in nb["checks"]
+        if c["status"] != wanted
+    ] + [f"{nb['path']}: {nb['error']}" for nb in report["notebooks"] if nb["error"]]
+
+
+def test_every_solution_grades_at_full_marks(tmp_path):
+    status, report = grade_folder("solutions", tmp_path, "--strict")
+    assert summary(report, "passed") == []
+    assert report["max_score"] > 0 and report["score"] == report["max_score"]
+    assert status == 0
+    graded = {Path(nb["path"]).stem for nb in report["notebooks"]}
+    assert {spec.notebook for spec in load_checks().values()} <= graded
+
+
+def test_every_exercise_grades_as_not_attempted(tmp_path):
+    status, report = grade_folder("exercises", tmp_path)
+    assert summary(report, "not_attempted") == []
+    assert report["score"] == 0 and report["max_score"] > 0
+    assert status == 0

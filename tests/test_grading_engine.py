@@ -1,0 +1,226 @@
+"""``check()`` in-process, with test-only checks that are registered here and removed after."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import torch
+
+from attn_course.grading import CheckFailed, CheckResult, check, register
+from attn_course.grading.api import LOG_ENV, OUTPUT_LIMIT
+from attn_course.grading.registry import CHECKS
+
+NOTEBOOK = "99_test_only"
+
+
+@pytest.fixture
+def checks():
+    """Register the test-only checks for one test; unregister them afterwards."""
+
+    @register("t_double", NOTEBOOK, time_limit=2.0)
+    def check_double(func):
+        got = func(torch.tensor([1.0, -2.0]))
+        if not torch.equal(got, torch.tensor([2.0, -4.0])):
+            raise CheckFailed("double every entry: multiply by 2, do not add 2")
+        return "doubles every entry"
+
+    @register("t_answer", NOTEBOOK)
+    def check_answer(answer):
+        if answer != 42:
+            raise CheckFailed("count again")
+
+    @register("t_quick", NOTEBOOK, time_limit=0.3)
+    def check_quick(func):
+        func()
+        return "done"
+
+    yield
+    for check_id in ("t_double", "t_answer", "t_quick"):
+        CHECKS.pop(check_id, None)
+
+
+def times_two(x):
+    return x * 2
+
+
+def plus_two(x):
+    return x + 2
+
+
+def unfinished(x):
+    raise NotImplementedError("your code here")
+
+
+def calls_unfinished(x):
+    return unfinished(x) * 2
+
+
+def divides_by_zero(x):
+    return helper_that_fails(x)
+
+
+def helper_that_fails(x):
+    return 1 / 0  # the learner's faulty line
+
+
+def loops_forever():
+    while True:
+        pass
+
+
+def loops_and_swallows_errors():
+    while True:
+        try:
+            time.sleep(0.01)
+        except Exception:
+            pass
+
+
+def chatty(x):
+    print("z" * 5_000_000)
+    return x * 2
+
+
+def test_passed(checks, capsys):
+    result = check("t_double", times_two)
+    assert (result.status, result.message) == ("passed", "doubles every entry")
+    assert capsys.readouterr().out == "✔ t_double: passed — doubles every entry\n"
+
+
+def test_failed_shows_the_hint(checks, capsys):
+    result = check("t_double", plus_two)
+    assert result.status == "failed"
+    assert result.message == "double every entry: multiply by 2, do not add 2"
+    assert capsys.readouterr().out.strip() == f"✘ t_double: failed — {result.message}"
+
+
+def test_passed_without_message(checks):
+    assert check("t_answer", 42) == CheckResult("t_answer", "passed", "")
+
+
+def test_ellipsis_is_not_attempted(checks, capsys):
+    result = check("t_answer", ...)
+    assert result.status == "not_attempted"
+    assert capsys.readouterr().out.startswith("… t_answer: not attempted — ")
+
+
+@pytest.mark.parametrize("func", [unfinished, calls_unfinished], ids=["direct", "deep"])
+def test_not_implemented_anywhere_is_not_attempted(checks, func):
+    assert check("t_double", func).status == "not_attempted"
+
+
+def test_not_implemented_wrapped_by_the_check_is_not_attempted(checks):
+    @register("t_wraps", NOTEBOOK)
+    def check_wraps(func):
+        try:
+            func(1)
+        except NotImplementedError as exc:
+            raise CheckFailed("no answer yet") from exc
+
+    try:
+        assert check("t_wraps", unfinished).status == "not_attempted"
+    finally:
+        CHECKS.pop("t_wraps")
+
+
+def test_error_points_at_the_learners_line(checks):
+    result = check("t_double", divides_by_zero)
+    assert result.status == "error"
+    assert result.message.startswith("ZeroDivisionError: division by zero")
+    assert "in helper_that_fails" in result.message
+    assert "return 1 / 0  # the learner's faulty line" in result.message
+    assert "test_grading_engine.py line" in result.message
+    # Nothing of the grading machinery (api.py, the check function) is shown.
+    assert "api.py" not in result.message and "check_double" not in result.message
+
+
+def test_error_raised_inside_the_check_names_no_learner_line(checks):
+    result = check("t_double", lambda x: "not a tensor")
+    assert result.status == "error"
+    assert result.message.startswith("TypeError")
+    assert "is it the right kind of object?" in result.message
+
+
+def test_infinite_loop_times_out(checks, capsys):
+    start = time.perf_counter()
+    result = check("t_quick", loops_forever)
+    assert time.perf_counter() - start < 5
+    assert result.status == "timeout"
+    assert "0.3 s" in result.message
+    assert capsys.readouterr().out.startswith("⏱ t_quick: timed out — ")
+
+
+def test_time_limit_cannot_be_swallowed_by_except_exception(checks):
+    assert check("t_quick", loops_and_swallows_errors).status == "timeout"
+
+
+def test_time_limit_restores_the_previous_alarm_handler(checks):
+    import signal
+
+    def handler(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        check("t_quick", loops_forever)
+        assert signal.getsignal(signal.SIGALRM) is handler
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_huge_prints_are_capped(checks, capsys):
+    result = check("t_double", chatty)
+    assert result.status == "passed"
+    out = capsys.readouterr().out
+    assert out.count("z") == OUTPUT_LIMIT
+    assert f"{5_000_001 - OUTPUT_LIMIT:,} more characters of output hidden" in out
+    assert out.rstrip().endswith("✔ t_double: passed — doubles every entry")
+    assert len(out) < OUTPUT_LIMIT + 500
+
+
+def test_unknown_id_lists_the_ids_of_that_notebook(checks):
+    result = check("t_dubble", times_two)
+    assert result.status == "error"
+    assert "unknown exercise id 't_dubble'" in result.message
+    assert "did you mean 't_double'?" in result.message
+    assert f"{NOTEBOOK}: t_double, t_answer, t_quick" in result.message
+
+
+def test_unknown_id_without_a_close_match_lists_every_notebook(checks):
+    message = check("zzzzzzzz", times_two).message
+    assert f"{NOTEBOOK}: t_double, t_answer, t_quick" in message
+
+
+def test_checks_are_deterministic_and_keep_the_learners_rng(checks):
+    @register("t_draw", NOTEBOOK)
+    def check_draw(func):
+        return f"{torch.rand(1).item():.6f}"
+
+    try:
+        torch.manual_seed(1)
+        expected_next = torch.rand(1)
+        torch.manual_seed(1)
+        first = check("t_draw", None).message
+        assert torch.equal(torch.rand(1), expected_next)  # the learner's stream is untouched
+        torch.manual_seed(2)
+        assert check("t_draw", None).message == first
+    finally:
+        CHECKS.pop("t_draw")
+
+
+def test_verdicts_are_logged_only_when_the_grader_asks(checks, tmp_path, monkeypatch):
+    log = tmp_path / "verdicts.jsonl"
+    monkeypatch.delenv(LOG_ENV, raising=False)
+    check("t_answer", 42)
+    assert not log.exists()
+    monkeypatch.setenv(LOG_ENV, str(log))
+    check("t_answer", 42)
+    check("t_answer", 41)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines == [
+        {"id": "t_answer", "status": "passed", "message": ""},
+        {"id": "t_answer", "status": "failed", "message": "count again"},
+    ]

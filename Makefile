@@ -11,7 +11,7 @@ READY := $(VENV)/.ready
 PYTEST_ARGS ?= -n 2 --dist loadfile --nbval --nbval-current-env \
 	--nbval-sanitize-with nbval-sanitize.cfg tests notebooks solutions
 
-.PHONY: lab test notebooks exercises bench clean
+.PHONY: lab test chromium notebooks exercises bench clean
 
 $(READY): pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v[:2] == (3, 11) else "attn-course needs Python 3.11; $(PYTHON) is %d.%d. Run: make PYTHON=/path/to/python3.11 ..." % v[:2])'
@@ -25,8 +25,20 @@ lab: $(READY)
 	$(BIN)/python -m attn_course lab
 
 ## test: set up and run every test
-test: $(READY)
+test: $(READY) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The browser test (tests/test_browser.py) drives Debian's Chromium; install it once.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@if [ -x $(CHROMIUM) ]; then \
+		echo "browser test: using $(CHROMIUM)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "browser test: installing Debian's chromium (apt-get update; apt-get install -y chromium)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	else \
+		echo "browser test: $(CHROMIUM) is missing and needs root + apt-get; it will be skipped"; \
+	fi
 
 ## notebooks: re-execute lecture and solution notebooks in place (the only way outputs change)
 notebooks: $(READY)

@@ -1,20 +1,42 @@
-"""``python -m attn_course lab``: JupyterLab on the course, from the repository root."""
+"""``python -m attn_course lab``: JupyterLab on the course, from the repository root.
+
+Options: ``--port`` (0 lets the OS pick a free one), ``--token``, ``--headless`` (open no
+browser); any other ``--Class.trait=value`` option is passed on to ``jupyter lab``. The
+server writes its URL to ``$JUPYTER_RUNTIME_DIR/jpserver-<pid>.json`` and prints it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The course runs offline: no news feed pop-up, no update check against the internet.
+QUIET_OPTIONS = (
+    "--LabApp.news_url=None",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+)
+
 
 def build_command(
-    port: int | None = None, token: str | None = None, headless: bool = False
+    port: int | None = None,
+    token: str | None = None,
+    headless: bool = False,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The ``jupyter lab`` command line the course uses."""
+    """The ``jupyter lab`` command line the course uses.
+
+    Args:
+        port: port on 127.0.0.1; None = Jupyter's default (8888 or the next free one),
+            0 = a free port chosen by the OS.
+        token: the login token; None = a random one that Jupyter prints.
+        headless: do not open a browser.
+        extra: further ``jupyter lab`` options, appended last.
+    """
     cmd = [
         sys.executable,
         "-m",
@@ -23,6 +45,7 @@ def build_command(
         f"--ServerApp.root_dir={ROOT}",
         "--ServerApp.ip=127.0.0.1",
         "--LabApp.default_url=/lab/tree/notebooks/00_numpy_attention.ipynb",
+        *QUIET_OPTIONS,
     ]
     if port is not None:
         cmd.append(f"--ServerApp.port={port}")
@@ -32,6 +55,7 @@ def build_command(
         cmd.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # JupyterLab refuses to run as root without it
+    cmd.extend(extra)
     return cmd
 
 
@@ -40,5 +64,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--port", type=int)
     parser.add_argument("--token")
     parser.add_argument("--headless", action="store_true", help="do not open a browser")
-    args = parser.parse_args(argv)
-    return subprocess.call(build_command(args.port, args.token, args.headless))
+    args, extra = parser.parse_known_args(argv)
+    unknown = [arg for arg in extra if not arg.startswith("--") or "=" not in arg]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)} (use --Class.trait=value)")
+    cmd = build_command(args.port, args.token, args.headless, extra)
+    # Become the server: it keeps this PID, and Ctrl-C asks before shutting down the
+    # kernels instead of killing the server under them.
+    os.execv(cmd[0], cmd)  # never returns

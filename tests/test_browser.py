@@ -1,0 +1,472 @@
+"""The course in a real JupyterLab: open a notebook, run it, move the heads slider.
+
+nbval proves the stored outputs; this proves what a learner sees. It starts JupyterLab
+with the course's own launcher (``python -m attn_course lab``, as ``make lab`` does) on a
+free port with a random token and throw-away settings, drives Debian's Chromium through
+Playwright, runs every cell through the UI, moves the number-of-heads slider with the
+keyboard and checks that the heatmap grid redraws with the new number of "head N" panels.
+
+Screenshots and timings land in artifacts/browser/. A watchdog kills everything this test
+started if it runs past ``WATCHDOG_S``; every wait has its own, shorter limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import sync_playwright
+
+from attn_course.data import EXAMPLES, example
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's; `make test` installs it (`make chromium`)
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+NOTEBOOKS = ["notebooks/03_weight_split_mha.ipynb", "notebooks/05_transformer_blocks.ipynb"]
+
+WATCHDOG_S = 420  # the whole module, both notebooks
+SERVER_START_S = 90
+PAGE_LOAD_S = 90
+RUN_ALL_S = 180
+REDRAW_S = 45
+
+# Lab settings for the throw-away settings folder: never save (the notebooks under test are
+# committed files that nbval reads at the same time), no pop-ups over the notebook, and
+# every cell attached to the DOM so prompts and outputs can be inspected.
+LAB_SETTINGS = {
+    "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+}
+
+_timings: dict[str, float] = {}
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: `make test` installs it"
+)
+
+
+# --- processes ------------------------------------------------------------------------
+
+
+def _descendants(pid: int) -> set[int]:
+    """PIDs of every process below ``pid``, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while we looked
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _kill(pids: set[int]) -> None:
+    """SIGKILL each PID that still exists."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Watchdog:
+    """Kills every process started below this one after ``seconds`` (server, kernels,
+    Playwright's driver, Chromium), so a hung wait fails the test instead of the run."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._before = _descendants(os.getpid())
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        _kill(_descendants(os.getpid()) - self._before)
+
+    def cancel(self) -> None:
+        """Stop the timer."""
+        self._timer.cancel()
+
+
+# --- JupyterLab server --------------------------------------------------------------------
+
+
+def _request(url: str, token: str, method: str = "GET", timeout: float = 5) -> int:
+    """HTTP status of one request to the server, authenticated with the token."""
+    req = urllib.request.Request(url, method=method, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(req, timeout=timeout) as response:
+        return response.status
+
+
+class LabServer:
+    """``python -m attn_course lab --headless`` in a throw-away Jupyter home."""
+
+    def __init__(self, home: Path) -> None:
+        self.token = secrets.token_hex(16)
+        self.log_path = home / "server.log"
+        dirs = {
+            name: home / name
+            for name in (
+                "settings",
+                "workspaces",
+                "runtime",
+                "config",
+                "data",
+                "ipython",
+                "checkpoints",
+            )
+        }
+        for folder in dirs.values():
+            folder.mkdir()
+        for plugin, values in LAB_SETTINGS.items():
+            path = dirs["settings"] / f"{plugin}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        env = dict(
+            os.environ,
+            JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),
+            IPYTHONDIR=str(dirs["ipython"]),
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "attn_course",
+            "lab",
+            "--headless",
+            "--port=0",  # the OS picks a free port; the server reports it in jpserver-PID.json
+            f"--token={self.token}",
+            "--LabApp.expose_app_in_browser=True",
+            # An absolute folder (os.path.join keeps it) instead of notebooks/.ipynb_checkpoints.
+            f"--FileCheckpoints.checkpoint_dir={dirs['checkpoints']}",
+        ]
+        start = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        # The launcher exec()s jupyter, so the server keeps the PID we started.
+        info_file = dirs["runtime"] / f"jpserver-{self.process.pid}.json"
+        try:
+            self.url = self._wait_until_up(info_file, start + SERVER_START_S)
+        except BaseException:
+            self.kill()
+            raise
+        _timings["server start"] = time.monotonic() - start
+
+    def _wait_until_up(self, info_file: Path, deadline: float) -> str:
+        """The server's base URL once it answers /api/status."""
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited early:\n{self.log_path.read_text()}")
+            try:
+                url = json.loads(info_file.read_text())["url"].rstrip("/")
+                if _request(f"{url}/api/status", self.token) == 200:
+                    return url
+            except (OSError, ValueError, KeyError):
+                pass  # not written yet, or not listening yet
+            time.sleep(0.25)
+        raise TimeoutError(f"JupyterLab did not start in {SERVER_START_S} s")
+
+    def stop(self) -> None:
+        """Shut down through the API (kernels included); kill by PID if that fails."""
+        try:
+            _request(f"{self.url}/api/shutdown", self.token, method="POST")
+            self.process.wait(timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the server and its kernels by PID."""
+        _kill(_descendants(self.process.pid) | {self.process.pid})
+        self.process.wait(timeout=10)
+
+
+# --- fixtures -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def watchdog() -> Iterator[Watchdog]:
+    """Fails the module and prints its timings; screenshots of earlier runs are removed."""
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    dog = Watchdog(WATCHDOG_S)
+    yield dog
+    dog.cancel()
+    report = "\n".join(f"{name:<45}{seconds:6.1f} s" for name, seconds in _timings.items())
+    (ARTIFACTS / "timings.txt").write_text(report + "\n")
+    print(f"\nbrowser test timings:\n{report}")
+    assert not dog.fired, f"watchdog: the browser test ran past {WATCHDOG_S} s and was killed"
+
+
+@pytest.fixture(scope="module")
+def lab(watchdog: Watchdog, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    server = LabServer(tmp_path_factory.mktemp("lab"))
+    yield server
+    server.stop()
+    shutil.copy(server.log_path, ARTIFACTS / "server.log")
+
+
+@pytest.fixture(scope="module")
+def browser(watchdog: Watchdog, tmp_path_factory: pytest.TempPathFactory):
+    """A headless Chromium with a fresh profile and HOME/XDG folders in a temp dir."""
+    home = tmp_path_factory.mktemp("chromium")
+    env = dict(os.environ, HOME=str(home))
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"):
+        folder = home / name.lower()
+        folder.mkdir(mode=0o700)
+        env[name] = str(folder)
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            home / "profile",
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            env=env,
+            viewport={"width": 1400, "height": 1000},
+            timeout=PAGE_LOAD_S * 1000,
+        )
+        yield context
+        with contextlib.suppress(PlaywrightError):  # already closed when the watchdog fired
+            context.close()
+
+
+# --- the page -------------------------------------------------------------------------
+
+# Truthy once the notebook at `path` is the current tab with a connected, idle kernel
+# (right after loading JupyterLab says idle while the kernel is still being attached).
+KERNEL_READY_JS = """(path) => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.context || panel.context.path !== path || !panel.context.isReady) {
+    return false;
+  }
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle'
+    && panel.sessionContext.kernelDisplayStatus === 'idle';
+}"""
+
+# Truthy once every non-empty code cell has run and the kernel is idle again, or as soon
+# as a cell not tagged raises-exception shows an error: {errors: ["Name: message", ...]}.
+RUN_FINISHED_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets.filter(
+    (cell) => cell.model.type === 'code' && cell.model.sharedModel.getSource().trim());
+  const errors = cells
+    .filter((cell) => !(cell.model.getMetadata('tags') || []).includes('raises-exception'))
+    .flatMap((cell) => cell.model.outputs.toJSON())
+    .filter((output) => output.output_type === 'error')
+    .map((output) => `${output.ename}: ${output.evalue}`);
+  const done = cells.every((cell) => cell.model.executionCount !== null)
+    && panel.sessionContext.session.kernel.status === 'idle';
+  return errors.length || done ? {errors} : false;
+}"""
+
+# What the learner sees in one explorer: the "head N" titles of the SVG, all SVG labels,
+# the status sentence and the error message (empty while hidden).
+EXPLORER_STATE_JS = """(root) => {
+  const text = (selector) => {
+    const node = root.querySelector(selector);
+    return node && node.checkVisibility() ? node.innerText.trim() : '';
+  };
+  const labels = [...root.querySelectorAll('.attn-explorer-figure svg text')]
+    .map((node) => node.textContent.trim());
+  return {
+    heads: labels.filter((label) => /^head \\d+$/.test(label)).length,
+    labels,
+    status: text('.attn-explorer-status'),
+    error: text('.attn-explorer-error'),
+  };
+}"""
+
+# Truthy once the explorer answered the slider's value `heads`: `heads` panels, no error and
+# a status "<heads> heads ...", or a new error message naming the number.
+ANSWERED_JS = f"""({{root, heads, previousError}}) => {{
+  const state = ({EXPLORER_STATE_JS})(root);
+  const says = (text, pattern) => new RegExp(pattern).test(text);
+  return (state.heads === heads && !state.error && says(state.status, `^${{heads}} heads?\\\\b`))
+    || (state.error !== previousError && says(state.error, `\\\\b${{heads}}\\\\b`));
+}}"""
+
+STATUS_RE = re.compile(r"(\d+) heads? × head_dim (\d+) = \S+ (\d+)")
+
+
+@contextlib.contextmanager
+def _timing(name: str) -> Iterator[None]:
+    """Record the duration of the ``with`` block under ``name``."""
+    start = time.monotonic()
+    yield
+    _timings[name] = time.monotonic() - start
+
+
+def _open_notebook(page, lab: LabServer, notebook: str) -> None:
+    """Show ``notebook`` on a fresh workspace and wait for its kernel."""
+    workspace = uuid.uuid4().hex  # nothing restored from an earlier layout
+    url = f"{lab.url}/lab/workspaces/{workspace}/tree/{notebook}?token={lab.token}"
+    page.goto(url, timeout=PAGE_LOAD_S * 1000)
+    page.wait_for_function(KERNEL_READY_JS, arg=notebook, timeout=PAGE_LOAD_S * 1000, polling=250)
+
+
+def _run_all(page) -> None:
+    """Clear the stored outputs, run all cells from the command registry, wait for the end."""
+    page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    # Execution really started: a prompt turned from [ ] into [*] or [n].
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+            .some((prompt) => /\\[(\\*|\\d+)\\]/.test(prompt.textContent))""",
+        timeout=30_000,
+        polling=100,
+    )
+    result = page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_ALL_S * 1000, polling=250)
+    errors = result.json_value()["errors"]
+    assert not errors, f"cells raised: {errors}"
+
+
+class HeadsSlider:
+    """The explorer's "heads" slider, moved with the keyboard on its handle."""
+
+    def __init__(self, explorer) -> None:
+        self.explorer = explorer
+        slider = explorer.locator(".widget-slider").filter(
+            has=explorer.page.locator(".widget-label", has_text=re.compile(r"^\s*heads\s*$"))
+        )
+        self.handle = slider.locator(".noUi-handle")
+        self.readout = slider.locator(".widget-readout")
+
+    @property
+    def value(self) -> int:
+        """The number the slider shows."""
+        return int(self.readout.inner_text().strip())
+
+    @property
+    def at_top(self) -> bool:
+        """Whether the handle sits at the slider's largest value."""
+        now, top = (float(self.handle.get_attribute(a)) for a in ("aria-valuenow", "aria-valuemax"))
+        return now >= top
+
+    def press(self, key: str) -> dict:
+        """Press ``key`` on the handle; the explorer's state once it has answered."""
+        previous = self.explorer.evaluate(EXPLORER_STATE_JS)
+        self.handle.press(key)
+        arg = {"root": self.explorer.element_handle(), "heads": self.value}
+        arg["previousError"] = previous["error"]
+        self.explorer.page.wait_for_function(
+            ANSWERED_JS, arg=arg, timeout=REDRAW_S * 1000, polling=100
+        )
+        return self.explorer.evaluate(EXPLORER_STATE_JS)
+
+
+class JavaScriptErrors:
+    """Uncaught exceptions and console errors of a page (none is allowed: none occurs)."""
+
+    def __init__(self, page) -> None:
+        self.messages: list[str] = []
+        page.on("pageerror", lambda error: self.messages.append(f"uncaught: {error}"))
+        page.on("console", self._console)
+
+    def _console(self, message) -> None:
+        if message.type == "error":
+            self.messages.append(f"console error: {message.text} at {message.location}")
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_heads_slider_redraws_the_heatmaps(
+    notebook: str, watchdog: Watchdog, lab: LabServer, browser
+) -> None:
+    if not (ROOT / notebook).exists():
+        pytest.fail(f"{notebook} does not exist yet")
+    stem = Path(notebook).stem
+    page = browser.new_page()
+    js_errors = JavaScriptErrors(page)
+    try:
+        with _timing(f"{stem}: page load"):
+            _open_notebook(page, lab, notebook)
+        with _timing(f"{stem}: run all"):
+            _run_all(page)
+        explorer = page.locator(".attn-explorer").first
+        figure = explorer.locator(".attn-explorer-figure")
+        figure.locator("svg").wait_for(timeout=REDRAW_S * 1000)  # not "Loading widget..."
+        explorer.scroll_into_view_if_needed()
+        slider = HeadsSlider(explorer)
+
+        before = explorer.evaluate(EXPLORER_STATE_JS)
+        assert before["heads"] == slider.value and not before["error"], before
+        examples = [set(example(name).tokens) for name in EXAMPLES]
+        assert any(len(tokens & set(before["labels"])) >= 2 for tokens in examples), (
+            f"no course example's tokens among the SVG's texts {before['labels']}"
+        )
+        figure_before = figure.screenshot()
+        explorer.screenshot(path=ARTIFACTS / f"{stem}-before.png")
+
+        # Step up (down from the top) until the next drawable number of heads.
+        key = "ArrowLeft" if slider.at_top else "ArrowRight"
+        with _timing(f"{stem}: slider move -> redraw"):
+            after = slider.press(key)
+        while after["error"]:
+            after = slider.press(key)
+        explorer.screenshot(path=ARTIFACTS / f"{stem}-after.png")
+        assert after["heads"] == slider.value != before["heads"], (before, after)
+        assert after["status"] != before["status"], after["status"]
+        assert figure.screenshot() != figure_before, "the heatmaps look the same as before"
+
+        # Every number the slider offers is a valid combination: that many panels under a
+        # status "h heads × head_dim d = width" with h·d = width; else a message naming it.
+        states = [slider.press("Home")]
+        while not slider.at_top:
+            states.append(slider.press("ArrowRight"))
+        drawn = [state for state in states if not state["error"]]
+        for state in drawn:
+            match = STATUS_RE.search(state["status"])
+            assert match, f"the status does not read 'h heads × head_dim d = width': {state}"
+            heads, head_dim, width = map(int, match.groups())
+            assert state["heads"] == heads and heads * head_dim == width, state
+        assert len({state["heads"] for state in drawn}) >= 2, states
+    except Exception:
+        if watchdog.fired:
+            pytest.fail(f"watchdog: killed the server and Chromium after {WATCHDOG_S} s")
+        page.screenshot(path=ARTIFACTS / f"{stem}-failure.png", full_page=True)
+        raise
+    finally:
+        with contextlib.suppress(PlaywrightError):  # free the kernel for the next notebook
+            page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+            page.close()
+    assert not js_errors.messages, "\n".join(js_errors.messages)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
-from .validation import check_config, check_heads, check_input
+from .validation import check_config, check_features, check_heads, check_input
 
 __all__ = [
     "GELU",
@@ -28,15 +28,6 @@ __all__ = [
     "TransformerBlock",
     "count_parameters",
 ]
-
-
-def _check_features(x: torch.Tensor, d_model: int) -> None:
-    """The last dim of ``x`` is the ``d_model`` features the module was built for."""
-    if x.ndim == 0 or x.shape[-1] != d_model:
-        raise ValueError(
-            f"the last dim of the input must be d_model={d_model} (the size this module was "
-            f"built with); got an input of shape {tuple(x.shape)}."
-        )
 
 
 class GELU(nn.Module):
@@ -56,7 +47,7 @@ class LayerNorm(nn.Module):
         self.shift = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_features(x, self.scale.shape[0])
+        check_features(x, self.scale.shape[0])
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1): biased, like nn.LayerNorm
         return self.scale * (x - mean) / torch.sqrt(var + self.eps) + self.shift
@@ -79,7 +70,7 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_features(x, self.linear1.in_features)
+        check_features(x, self.linear1.in_features)
         x = self.linear1(x)  # (b, num_tokens, d_ff)
         x = self.dropout(self.activation(x))  # (b, num_tokens, d_ff)
         return self.linear2(x)  # (b, num_tokens, d_model)

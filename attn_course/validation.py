@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["check_config", "check_heads", "check_input"]
+__all__ = ["check_config", "check_features", "check_heads", "check_input"]
 
 
 def check_heads(d_out: int, num_heads: int) -> None:
@@ -51,4 +51,13 @@ def check_input(x: torch.Tensor, d_in: int, context_length: int) -> None:
             f"the input has num_tokens={x.shape[1]} tokens but the causal mask was built for "
             f"context_length={context_length}; build the module with a larger context_length "
             "or truncate the input."
+        )
+
+
+def check_features(x: torch.Tensor, d_model: int) -> None:
+    """The last dim of ``x`` is the ``d_model`` features the module was built for."""
+    if x.ndim == 0 or x.shape[-1] != d_model:
+        raise ValueError(
+            f"the last dim of the input must be d_model={d_model} (the size this module was "
+            f"built with); got an input of shape {tuple(x.shape)}."
         )

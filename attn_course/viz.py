@@ -1,0 +1,257 @@
+"""Pictures of attention: heatmaps of the weights, one panel per head, the score pipeline.
+
+Every function returns a matplotlib ``Figure`` (created with ``plt.subplots``, so
+``plt.show()`` displays it in a notebook) and keeps no state between calls.
+
+Conventions of every picture: keys on the x axis, queries on the y axis, weights on a
+fixed 0-1 colour scale, and cells hidden by a mask (True = hidden, the course convention)
+drawn hatched light grey with no number, so "hidden" never looks like "weight 0".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.collections import PatchCollection
+from matplotlib.colors import Colormap, Normalize, TwoSlopeNorm
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.patches import Rectangle
+
+from .numpy_attention import softmax
+
+__all__ = ["heatmap", "head_grid", "pipeline_strip"]
+
+WEIGHT_CMAP = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")
+SCORE_CMAP = plt.get_cmap("RdBu_r").with_extremes(bad="#e6e6e6")
+HIDDEN_HATCH = "///"
+ANNOTATE_MAX_TOKENS = 8  # annotate=None prints the numbers up to this many tokens
+# Titles get an explicit y: matplotlib then skips re-placing them above top tick labels
+# (there are none) on every draw, which is a fifth of a redraw.
+
+
+def _as_array(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    """A float numpy copy of a tensor or array."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    return np.array(x, dtype=float)
+
+
+def _as_mask(mask: torch.Tensor | np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    """Boolean mask (True = hidden) broadcast to ``shape``; leading size-1 dims are dropped."""
+    if mask is None:
+        return np.zeros(shape, dtype=bool)
+    array = _as_array(mask).astype(bool)
+    while array.ndim > len(shape) and array.shape[0] == 1:
+        array = array[0]
+    try:
+        return np.broadcast_to(array, shape)
+    except ValueError:
+        raise ValueError(
+            f"the mask of shape {array.shape} does not broadcast to the weights' shape {shape}."
+        ) from None
+
+
+def _check_tokens(shape: tuple[int, ...], tokens: Sequence[str]) -> None:
+    """The last two dims of the weights are (num_tokens, num_tokens), one label per token."""
+    num_tokens = len(tokens)
+    if shape[-2:] != (num_tokens, num_tokens):
+        raise ValueError(
+            f"expected weights ending in ({num_tokens}, {num_tokens}) for the {num_tokens} "
+            f"tokens {list(tokens)}, got shape {shape}."
+        )
+
+
+def _draw(
+    ax: Axes,
+    values: np.ndarray,
+    tokens: Sequence[str],
+    hidden: np.ndarray,
+    annotate: bool | None,
+    cmap: Colormap,
+    norm: Normalize,
+) -> AxesImage:
+    """Draw one (num_tokens, num_tokens) matrix on ``ax``; hidden cells hatched, no number."""
+    num_tokens = len(tokens)
+    image = ax.imshow(np.ma.masked_array(values, mask=hidden), cmap=cmap, norm=norm)
+    if hidden.any():
+        cells = [Rectangle((k - 0.5, q - 0.5), 1, 1) for q, k in np.argwhere(hidden)]
+        ax.add_collection(
+            PatchCollection(
+                cells, facecolor="none", edgecolor="#9a9a9a", hatch=HIDDEN_HATCH, linewidth=0
+            )
+        )
+    if annotate if annotate is not None else num_tokens <= ANNOTATE_MAX_TOKENS:
+        fontsize = 9 if num_tokens <= 5 else 8
+        for q, k in np.argwhere(~hidden):
+            value = values[q, k]
+            dark = sum(cmap(norm(value))[:3]) < 1.5
+            ax.text(k, q, f"{value:.2f}", ha="center", va="center", fontsize=fontsize,
+                    color="white" if dark else "black", in_layout=False)  # fmt: skip
+    ax.set_xticks(range(num_tokens), labels=tokens, fontsize=9)
+    ax.set_yticks(range(num_tokens), labels=tokens, fontsize=9)
+    ax.tick_params(left=False, bottom=False)  # the cells are the ticks
+    if max(map(len, tokens)) > 3:
+        ax.tick_params(axis="x", labelrotation=45)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+    ax.set_xlabel("keys (attended to)", fontsize=9)
+    ax.set_ylabel("queries (attending)", fontsize=9)
+    return image
+
+
+def heatmap(
+    weights: torch.Tensor | np.ndarray,
+    tokens: Sequence[str],
+    ax: Axes | None = None,
+    title: str | None = None,
+    mask: torch.Tensor | np.ndarray | None = None,
+    annotate: bool | None = None,
+) -> Figure:
+    """Heatmap of one attention-weight matrix on a fixed 0-1 colour scale.
+
+    Args:
+        weights: (num_tokens, num_tokens); row q holds how much query q attends to each key.
+        tokens: the num_tokens labels, used on both axes (keys on x, queries on y).
+        ax: draw into this Axes (no colourbar is added then); None makes a new figure.
+        title: the Axes title.
+        mask: boolean, broadcastable to (num_tokens, num_tokens), True = hidden: those
+            cells are hatched grey with no number.
+        annotate: print the weights in the cells; None = only when num_tokens <= 8.
+
+    Returns:
+        The Figure drawn into.
+    """
+    values = _as_array(weights)
+    if values.ndim != 2:
+        raise ValueError(
+            f"heatmap draws one (num_tokens, num_tokens) matrix, got shape {values.shape}; "
+            "use head_grid for (num_heads, num_tokens, num_tokens)."
+        )
+    _check_tokens(values.shape, tokens)
+    hidden = _as_mask(mask, values.shape)
+    if ax is None:
+        side = 2.2 + 0.45 * len(tokens)
+        fig, ax = plt.subplots(figsize=(side + 1.0, side), layout="constrained")
+        image = _draw(ax, values, tokens, hidden, annotate, WEIGHT_CMAP, Normalize(0, 1))
+        fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
+    else:
+        fig = ax.figure
+        _draw(ax, values, tokens, hidden, annotate, WEIGHT_CMAP, Normalize(0, 1))
+    if title is not None:
+        ax.set_title(title, fontsize=11, y=1.0, pad=6)
+    return fig
+
+
+def head_grid(
+    weights: torch.Tensor | np.ndarray,
+    tokens: Sequence[str],
+    mask: torch.Tensor | np.ndarray | None = None,
+    title: str | None = None,
+) -> Figure:
+    """One heatmap per head, titled "head 1", "head 2", ..., with one shared 0-1 colourbar.
+
+    Args:
+        weights: (num_heads, num_tokens, num_tokens), e.g. ``module.attn_weights[0]``.
+        tokens: the num_tokens labels (keys on x, queries on y).
+        mask: boolean, broadcastable to the weights' shape, True = hidden; e.g. a causal
+            (num_tokens, num_tokens) mask or a padding mask of shape (1, 1, 1, num_tokens).
+        title: the figure title.
+
+    Returns:
+        The Figure, up to four panels a row.
+    """
+    values = _as_array(weights)
+    if values.ndim != 3:
+        raise ValueError(
+            f"head_grid expects (num_heads, num_tokens, num_tokens) weights, got shape "
+            f"{values.shape}; for a batch take one sequence, e.g. weights[0]."
+        )
+    _check_tokens(values.shape, tokens)
+    hidden = _as_mask(mask, values.shape)
+    num_heads = values.shape[0]
+    ncols = min(num_heads, 4)
+    nrows = math.ceil(num_heads / ncols)
+    side = 1.6 + 0.4 * len(tokens)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(side * ncols + 1.0, side * nrows + (0.4 if title else 0.0)),
+        layout="constrained", squeeze=False,
+    )  # fmt: skip
+    for ax in axes.flat[num_heads:]:
+        ax.remove()
+    for head, ax in enumerate(axes.flat[:num_heads]):
+        image = _draw(ax, values[head], tokens, hidden[head], None, WEIGHT_CMAP, Normalize(0, 1))
+        ax.set_title(f"head {head + 1}", fontsize=11, y=1.0, pad=6)
+        if head % ncols:
+            ax.set_ylabel("")
+        if head < num_heads - ncols:
+            ax.set_xlabel("")
+    fig.colorbar(image, ax=axes.flat[:num_heads].tolist(), shrink=0.8, label="attention weight")
+    if title is not None:
+        fig.suptitle(title, fontsize=12)
+    return fig
+
+
+def pipeline_strip(
+    attn_scores: torch.Tensor | np.ndarray,
+    tokens: Sequence[str],
+    mask: torch.Tensor | np.ndarray | None = None,
+    head_dim: int | None = None,
+) -> Figure:
+    """One head's path from raw scores to weights: attn_scores -> scaled -> masked -> weights.
+
+    Args:
+        attn_scores: (num_tokens, num_tokens) raw scores ``queries @ keys.T`` of one head.
+        tokens: the num_tokens labels (keys on x, queries on y).
+        mask: boolean, broadcastable to (num_tokens, num_tokens), True = hidden; None
+            skips the masked panel.
+        head_dim: the queries' width; the scaled panel divides by sqrt(head_dim). None
+            means the scores are already scaled and skips the scaled panel.
+
+    Returns:
+        The Figure: scores on a shared diverging scale (0 = white), weights on 0-1.
+    """
+    scores = _as_array(attn_scores)
+    if scores.ndim != 2:
+        raise ValueError(
+            f"pipeline_strip draws one head's (num_tokens, num_tokens) scores, got shape "
+            f"{scores.shape}."
+        )
+    _check_tokens(scores.shape, tokens)
+    if head_dim is not None and head_dim < 1:
+        raise ValueError(f"head_dim={head_dim} must be a positive int.")
+    no_hidden = np.zeros(scores.shape, dtype=bool)
+    stages = [("attn_scores\n= queries @ keys.T", scores, no_hidden)]
+    scaled = scores
+    if head_dim is not None:
+        scaled = scores / math.sqrt(head_dim)
+        stages.append((f"scaled\n= attn_scores / √{head_dim}", scaled, no_hidden))
+    hidden = no_hidden
+    if mask is not None:
+        hidden = _as_mask(mask, scores.shape)
+        stages.append(("masked\n(hidden = -inf)", scaled, hidden))
+    attn_weights = softmax(np.where(hidden, -np.inf, scaled), axis=-1)
+
+    side = 1.7 + 0.42 * len(tokens)
+    fig, axes = plt.subplots(
+        1, len(stages) + 1, figsize=(side * (len(stages) + 1) + 1.8, side + 0.5),
+        layout="constrained",
+    )  # fmt: skip
+    limit = max(float(np.abs(scores).max()), 1e-6)
+    score_norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
+    for ax, (stage_title, values, stage_hidden) in zip(axes[:-1], stages, strict=True):
+        score_image = _draw(ax, values, tokens, stage_hidden, None, SCORE_CMAP, score_norm)
+        ax.set_title(stage_title, fontsize=10, y=1.0, pad=6)
+    weight_image = _draw(axes[-1], attn_weights, tokens, hidden, None, WEIGHT_CMAP, Normalize(0, 1))
+    axes[-1].set_title("attn_weights\n= softmax(rows)", fontsize=10, y=1.0, pad=6)
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    fig.colorbar(score_image, ax=axes[:-1].tolist(), shrink=0.8, label="score")
+    fig.colorbar(weight_image, ax=axes[-1], shrink=0.8, label="weight")
+    return fig

@@ -25,10 +25,13 @@ def notebook_paths(paths: list[str]) -> list[Path]:
 def execute_in_place(path: Path, timeout: int = 300) -> float:
     """Execute ``path`` in a fresh kernel from its own folder; return the seconds taken."""
     notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)  # timestamps of an earlier run: diff noise
     client = NotebookClient(
         notebook,
         timeout=timeout,
         kernel_name="python3",
+        record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.perf_counter()

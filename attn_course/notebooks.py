@@ -22,6 +22,23 @@ def notebook_paths(paths: list[str]) -> list[Path]:
     return found
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stdout (or stderr) chunks: how a print is chunked depends on timing."""
+    merged: list = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.output_type == "stream"
+            and previous is not None
+            and previous.output_type == "stream"
+            and previous.name == output.name
+        ):
+            previous.text += output.text
+        else:
+            merged.append(output)
+    return merged
+
+
 def execute_in_place(path: Path, timeout: int = 300) -> float:
     """Execute ``path`` in a fresh kernel from its own folder; return the seconds taken."""
     notebook = nbformat.read(path, as_version=4)
@@ -36,6 +53,9 @@ def execute_in_place(path: Path, timeout: int = 300) -> float:
     )
     start = time.perf_counter()
     client.execute()
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
     nbformat.write(notebook, path)
     return time.perf_counter() - start
 

@@ -195,6 +195,7 @@ def head_grid(
     fig.colorbar(image, ax=axes.flat[:num_heads].tolist(), shrink=0.8, label="attention weight")
     if title is not None:
         fig.suptitle(title, fontsize=12)
+        fig.get_layout_engine().set(h_pad=0.1)  # room between the title and the head titles
     return fig
 
 

@@ -48,6 +48,7 @@ def execute_in_place(path: Path, timeout: int = 300) -> float:
         notebook,
         timeout=timeout,
         kernel_name="python3",
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no TCP-transport warning per run
         record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},
     )

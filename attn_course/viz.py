@@ -20,8 +20,10 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PatchCollection
 from matplotlib.colors import Colormap, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
+from matplotlib.textpath import text_to_path
 
 from .numpy_attention import softmax
 
@@ -149,6 +151,14 @@ def heatmap(
     return fig
 
 
+def _text_inches(text: str, fontsize: float) -> tuple[float, float]:
+    """(width, height) of ``text`` in inches, measured from the font without drawing."""
+    width, height, _ = text_to_path.get_text_width_height_descent(
+        text, FontProperties(size=fontsize), ismath=False
+    )
+    return width / 72, height / 72
+
+
 def head_grid(
     weights: torch.Tensor | np.ndarray,
     tokens: Sequence[str],
@@ -156,6 +166,10 @@ def head_grid(
     title: str | None = None,
 ) -> Figure:
     """One heatmap per head, titled "head 1", "head 2", ..., with one shared 0-1 colourbar.
+
+    The panels are placed from measured label sizes rather than by a layout engine: the
+    explorers redraw this figure on every slider move, and a constrained layout pass would
+    cost as much as the drawing itself.
 
     Args:
         weights: (num_heads, num_tokens, num_tokens), e.g. ``module.attn_weights[0]``.
@@ -178,24 +192,43 @@ def head_grid(
     num_heads = values.shape[0]
     ncols = min(num_heads, 4)
     nrows = math.ceil(num_heads / ncols)
-    side = 1.6 + 0.4 * len(tokens)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(side * ncols + 1.0, side * nrows + (0.4 if title else 0.0)),
-        layout="constrained", squeeze=False,
-    )  # fmt: skip
-    for ax in axes.flat[num_heads:]:
-        ax.remove()
-    for head, ax in enumerate(axes.flat[:num_heads]):
+
+    # Geometry in inches, from the label sizes (9 pt tick labels, ~7 pt from the axes).
+    edge, gap = 0.1, 0.25
+    line = _text_inches("Xg", 9)[1] + 0.06  # one line of 9 pt text and its padding
+    token_w = max(_text_inches(token, 9)[0] for token in tokens) + 0.1
+    rotated = max(map(len, tokens)) > 3  # _draw turns longer x labels by 45 degrees
+    token_h = line + (0.71 * token_w if rotated else 0.0)
+    head_title = _text_inches("head 1", 11)[1] + 0.12
+    side = max(1.4, 0.42 * len(tokens))  # each square panel
+    col_gap = gap + token_w  # the next panel's token labels
+    row_gap = token_h + head_title + gap  # the labels below a panel, the titles above the next
+    top = edge + head_title + (_text_inches(title, 12)[1] + 0.15 if title else 0.0)
+    left = edge + line + token_w  # the y label and the token labels
+    grid_w = ncols * side + (ncols - 1) * col_gap
+    grid_h = nrows * side + (nrows - 1) * row_gap
+    colorbar_w = 0.25 + 0.12 + _text_inches("0.0", 10)[0] + 0.1 + line  # gap, bar, ticks, label
+    width = left + grid_w + colorbar_w + edge
+    height = top + grid_h + token_h + line + edge
+    grid_bottom = height - top - grid_h
+
+    fig = plt.figure(figsize=(width, height))
+    for head in range(num_heads):
+        row, col = divmod(head, ncols)
+        x0 = left + col * (side + col_gap)
+        y0 = height - top - side - row * (side + row_gap)
+        ax = fig.add_axes((x0 / width, y0 / height, side / width, side / height))
         image = _draw(ax, values[head], tokens, hidden[head], None, WEIGHT_CMAP, Normalize(0, 1))
         ax.set_title(f"head {head + 1}", fontsize=11, y=1.0, pad=6)
-        if head % ncols:
+        if col:
             ax.set_ylabel("")
         if head < num_heads - ncols:
             ax.set_xlabel("")
-    fig.colorbar(image, ax=axes.flat[:num_heads].tolist(), shrink=0.8, label="attention weight")
+    bar = (left + grid_w + 0.25, grid_bottom + 0.1 * grid_h, 0.12, 0.8 * grid_h)
+    cax = fig.add_axes((bar[0] / width, bar[1] / height, bar[2] / width, bar[3] / height))
+    fig.colorbar(image, cax=cax, label="attention weight")
     if title is not None:
-        fig.suptitle(title, fontsize=12)
-        fig.get_layout_engine().set(h_pad=0.1)  # room between the title and the head titles
+        fig.suptitle(title, fontsize=12, y=1 - edge / height, va="top")
     return fig
 
 

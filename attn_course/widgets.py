@@ -211,27 +211,13 @@ def figure_svg(fig: Figure) -> str:
     the same string); closes the figure."""
     buffer = io.StringIO()
     with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "attn-course"}):
-        # The SVG canvas itself, not savefig: savefig lays the figure out again first, a
-        # second full draw that a figure with fixed axes positions does not need.
+        # The SVG canvas directly: one draw, no layout pass (head_grid places its axes).
         FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
     plt.close(fig)
     svg = buffer.getvalue()
     return svg[svg.index("<svg") :].replace(
         "<svg ", '<svg style="max-width: 100%; height: auto" ', 1
     )
-
-
-def _layout_key(fig: Figure) -> tuple:
-    """What a constrained layout depends on: the figure size, its axes and their labels."""
-    return (
-        tuple(fig.get_size_inches()),
-        fig.get_suptitle(),
-        *(
-            (ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
-             *(t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()))
-            for ax in fig.axes
-        ),
-    )  # fmt: skip
 
 
 class Explorer(widgets.VBox):
@@ -255,7 +241,6 @@ class Explorer(widgets.VBox):
         self._describe = describe
         self._fixed = dict(fixed or {})
         self._quiet = False
-        self._layouts: dict[tuple, tuple[list, list]] = {}  # key -> axes, figure text positions
         self.controls = controls
         self.figure = widgets.HTML()
         self.figure.add_class("attn-explorer-figure")
@@ -297,7 +282,7 @@ class Explorer(widgets.VBox):
         except ValueError as error:
             self.show_error(str(error))
             return False
-        self.figure.value = figure_svg(self._reuse_layout(fig))
+        self.figure.value = figure_svg(fig)
         self.status.value = html.escape(self._describe(**config))
         self.error.value = ""
         self.error.layout.display = "none"
@@ -307,28 +292,6 @@ class Explorer(widgets.VBox):
         """Show ``message`` in the error line (the picture and the controls stay as they are)."""
         self.error.value = f"<b>That combination does not work:</b> {html.escape(message)}"
         self.error.layout.display = None
-
-    def _reuse_layout(self, fig: Figure) -> Figure:
-        """Put the axes where the constrained layout put them before for the same labels.
-
-        The layout depends only on the figure size and the labels, and computing it costs
-        as much as drawing: a seed, temperature or mask change keeps all of them, and going
-        back to a number of heads seen before reuses its layout.
-        """
-        key = _layout_key(fig)
-        if key not in self._layouts:
-            fig.get_layout_engine().execute(fig)  # the constrained layout, without drawing
-            self._layouts[key] = (
-                [ax.get_position() for ax in fig.axes],
-                [text.get_position() for text in fig.texts],  # the layout moves the suptitle
-            )
-        fig.set_layout_engine("none")
-        axes_positions, text_positions = self._layouts[key]
-        for ax, position in zip(fig.axes, axes_positions, strict=True):
-            ax.set_position(position)
-        for text, position in zip(fig.texts, text_positions, strict=True):
-            text.set_position(position)
-        return fig
 
     def set_config(self, **changes: Any) -> bool:
         """Change settings programmatically; an invalid one shows the error, changes nothing

@@ -6,9 +6,7 @@ default sizes, and reports the median of 30 moves: wall time (the budget is 150 
 still feels live) and the process's CPU time (the same work without the waiting for a core
 on a busy machine). One thread, as in the notebooks.
 
-A move that keeps every label (seed, temperature, mask) reuses the figure's layout; one
-that changes the panels or labels (heads, real tokens) computes the constrained layout the
-first time ("1st time": a fresh explorer for every move) and reuses it afterwards.
+"1st time" rows build a fresh explorer before every move, so nothing drawn before can help.
 
 Run: .venv/bin/python benchmarks/bench_widgets.py
 """
@@ -44,7 +42,7 @@ def median_move_ms(
 ) -> tuple[float, float]:
     """Median (wall ms, CPU ms) of setting ``control`` to ``values[0]``, ``values[1]``, ...
 
-    One warm-up move first; with ``fresh`` every move gets a new explorer (no layout seen).
+    One warm-up move first; with ``fresh`` every move gets a new explorer.
     """
     explorer = make()
     explorer.controls[control].value = values[0]

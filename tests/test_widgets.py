@@ -66,11 +66,11 @@ def test_heads_slider_redraws_the_heads_and_the_status():
     assert explorer.status.value.startswith("3 heads × head_dim 4 = d_out 12")
 
 
-def test_a_reused_layout_draws_the_same_picture_as_a_fresh_one():
+def test_moving_back_draws_the_same_picture_as_a_fresh_explorer():
     moved = widgets.attention_explorer()
-    moved.controls["seed"].value = 7  # redrawn in the layout computed for seed 123
+    moved.controls["seed"].value = 7
     moved.controls["num_heads"].value = 3
-    moved.controls["num_heads"].value = 2  # back to a layout seen before
+    moved.controls["num_heads"].value = 2
     assert moved.figure.value == widgets.attention_explorer(seed=7).figure.value
 
 

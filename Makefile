@@ -51,6 +51,7 @@ exercises: $(READY)
 ## bench: print the speed and memory tables
 bench: $(READY)
 	$(BIN)/python benchmarks/bench_attention.py
+	$(BIN)/python benchmarks/bench_widgets.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -256,12 +256,10 @@ class MultiHeadAttention(nn.Module):
         attn_weights = self.dropout(attn_weights)
         self.attn_weights = attn_weights.detach()
 
-        context_vec = (attn_weights @ values).transpose(
-            1, 2
-        )  # (b, num_tokens, num_heads, head_dim)
-        context_vec = context_vec.contiguous().view(
-            b, num_tokens, self.d_out
-        )  # (b, num_tokens, d_out)
+        # Weighted sum of the values, heads swapped back: (b, num_tokens, num_heads, head_dim)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        # Merge the heads (view needs contiguous memory): (b, num_tokens, d_out)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, num_tokens, d_out)
 
 
@@ -306,6 +304,11 @@ def copy_wrapper_weights(wrapper: MultiHeadAttentionWrapper, mha: MultiHeadAtten
         raise ValueError(
             f"the wrapper has {len(heads)} heads of width {heads[0].d_out}, the "
             f"MultiHeadAttention {mha.num_heads} heads of width {mha.head_dim}: they must match."
+        )
+    if heads[0].d_in != mha.d_in:
+        raise ValueError(
+            f"the wrapper reads d_in={heads[0].d_in} features, the MultiHeadAttention "
+            f"d_in={mha.d_in}: they must match."
         )
     if (heads[0].W_query.bias is None) != (mha.W_query.bias is None):
         raise ValueError("qkv_bias must be the same for the wrapper and the MultiHeadAttention.")

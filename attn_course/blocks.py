@@ -104,12 +104,12 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(
                 f"expected input of shape (b, num_tokens, {self.d_model}), got {tuple(x.shape)}."
             )
-        queries = split_heads(self.W_query(x), self.n_heads)  # (b, n_heads, num_tokens, head_dim)
-        keys = split_heads(self.W_key(x), self.n_heads)  # (b, n_heads, num_tokens, head_dim)
-        values = split_heads(self.W_value(x), self.n_heads)  # (b, n_heads, num_tokens, head_dim)
+        queries = split_heads(self.W_query(x), self.n_heads)  # (b, num_heads, num_tokens, head_dim)
+        keys = split_heads(self.W_key(x), self.n_heads)  # (b, num_heads, num_tokens, head_dim)
+        values = split_heads(self.W_value(x), self.n_heads)  # (b, num_heads, num_tokens, head_dim)
         context, attn_weights = scaled_dot_product_attention(
             queries, keys, values, mask=mask, dropout=self.dropout
-        )  # (b, n_heads, num_tokens, head_dim), (b, n_heads, num_tokens, num_tokens)
+        )  # (b, num_heads, num_tokens, head_dim), (b, num_heads, num_tokens, num_tokens)
         self.attn_weights = attn_weights.detach()
         return self.out_proj(merge_heads(context)), attn_weights  # (b, num_tokens, d_model)
 

@@ -15,9 +15,9 @@ __all__ = ["Example", "EXAMPLES", "example"]
 
 @dataclass(frozen=True)
 class Example:
-    """A named input: one embedding row per token."""
+    """An example input: its sentence, one label and one embedding row per token."""
 
-    name: str
+    sentence: str
     tokens: tuple[str, ...]
     embeddings: torch.Tensor  # (num_tokens, d_in)
 
@@ -84,4 +84,4 @@ def example(name: str) -> Example:
     if name not in _RAW:
         raise ValueError(f"unknown example {name!r}; choose one of {sorted(_RAW)}.")
     sentence, tokens, rows = _RAW[name]
-    return Example(name=sentence, tokens=tuple(tokens), embeddings=torch.tensor(rows))
+    return Example(sentence=sentence, tokens=tuple(tokens), embeddings=torch.tensor(rows))

@@ -72,4 +72,5 @@ def multi_head_attention(
         outputs.append(head_output)
         weights.append(head_weights)
     concatenated = np.concatenate(outputs, axis=-1)  # (num_tokens, num_heads * head_dim)
-    return concatenated @ W_O, np.stack(weights)  # (num_tokens, d_model), (num_heads, T, T)
+    output = concatenated @ W_O  # (num_tokens, d_model)
+    return output, np.stack(weights)  # weights: (num_heads, num_tokens, num_tokens)

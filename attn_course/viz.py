@@ -33,8 +33,8 @@ WEIGHT_CMAP = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")
 SCORE_CMAP = plt.get_cmap("RdBu_r").with_extremes(bad="#e6e6e6")
 HIDDEN_HATCH = "///"
 ANNOTATE_MAX_TOKENS = 8  # annotate=None prints the numbers up to this many tokens
-# Titles get an explicit y: matplotlib then skips re-placing them above top tick labels
-# (there are none) on every draw, which is a fifth of a redraw.
+# Titles below get an explicit y=1.0: matplotlib then skips re-placing them above top tick
+# labels (there are none) on every draw, which is a fifth of a redraw.
 
 
 def _as_array(x: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -69,6 +69,11 @@ def _check_tokens(shape: tuple[int, ...], tokens: Sequence[str]) -> None:
         )
 
 
+def _rotated(tokens: Sequence[str]) -> bool:
+    """Whether the x tick labels are turned by 45 degrees (any token longer than 3 chars)."""
+    return max(map(len, tokens)) > 3
+
+
 def _draw(
     ax: Axes,
     values: np.ndarray,
@@ -98,7 +103,7 @@ def _draw(
     ax.set_xticks(range(num_tokens), labels=tokens, fontsize=9)
     ax.set_yticks(range(num_tokens), labels=tokens, fontsize=9)
     ax.tick_params(left=False, bottom=False)  # the cells are the ticks
-    if max(map(len, tokens)) > 3:
+    if _rotated(tokens):
         ax.tick_params(axis="x", labelrotation=45)
         for label in ax.get_xticklabels():
             label.set_horizontalalignment("right")
@@ -197,8 +202,7 @@ def head_grid(
     edge, gap = 0.1, 0.25
     line = _text_inches("Xg", 9)[1] + 0.06  # one line of 9 pt text and its padding
     token_w = max(_text_inches(token, 9)[0] for token in tokens) + 0.1
-    rotated = max(map(len, tokens)) > 3  # _draw turns longer x labels by 45 degrees
-    token_h = line + (0.71 * token_w if rotated else 0.0)
+    token_h = line + (0.71 * token_w if _rotated(tokens) else 0.0)  # 45 degree x labels
     head_title = _text_inches("head 1", 11)[1] + 0.12
     side = max(1.4, 0.42 * len(tokens))  # each square panel
     col_gap = gap + token_w  # the next panel's token labels

@@ -99,6 +99,8 @@ def attention_weights(
         raise ValueError(
             f"temperature={temperature} must be positive: the scores are divided by it."
         )
+    if head_dim < 1:
+        raise ValueError(f"head_dim={head_dim} must be at least 1: each head needs a width.")
     check_heads(num_heads * head_dim, num_heads)
     x = data.example(example).batch()  # (1, num_tokens, d_in)
     _, num_tokens, d_in = x.shape
@@ -173,6 +175,11 @@ def encoder_weights(
     chosen = data.example(example)
     num_tokens, d_model = chosen.embeddings.shape
     if mask_kind == "padding" and num_real is not None:
+        if not 1 <= num_real <= num_tokens:
+            raise ValueError(
+                f"num_real={num_real}: {EXAMPLES[example]!r} has {num_tokens} tokens, so "
+                f"choose 1 to {num_tokens} real tokens."
+            )
         mask = padding_mask([num_real], num_tokens)[0]  # (1, 1, num_tokens)
     else:
         num_real = num_tokens

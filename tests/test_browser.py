@@ -70,7 +70,9 @@ LAB_SETTINGS = {
 _timings: dict[str, float] = {}
 
 pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: `make test` installs it"
+    not CHROMIUM.exists(),
+    reason=f"{CHROMIUM} is missing; `make test` installs Debian's chromium where it runs as root "
+    "with apt-get, elsewhere the browser test is skipped",
 )
 
 

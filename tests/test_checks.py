@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch.nn.functional import scaled_dot_product_attention
 from wrong_implementations import WRONG
 
 from attn_course import attention, blocks, numpy_attention
+from attn_course.attention import merge_heads, split_heads
 from attn_course.grading import checks  # noqa: F401  (registers the checks)
 from attn_course.grading.registry import CHECKS, CheckFailed
 
@@ -180,3 +183,22 @@ def test_stub_raises_not_implemented():
 
     with pytest.raises(NotImplementedError):
         CHECKS["causal_mask"].func(stub)
+
+
+@pytest.mark.parametrize(
+    "fused",
+    [
+        lambda *a, **k: F.scaled_dot_product_attention(*a, **k),
+        lambda *a, **k: torch.nn.functional.scaled_dot_product_attention(*a, **k),
+        lambda *a, **k: scaled_dot_product_attention(*a, **k),
+    ],
+    ids=["F.", "torch.nn.functional.", "from import"],
+)
+def test_sdpa_check_sees_the_fused_call_however_it_was_imported(fused):
+    class Fused(attention.MultiHeadAttention):
+        def forward(self, x):
+            projections = (self.W_query, self.W_key, self.W_value)
+            heads = [split_heads(m(x), self.num_heads) for m in projections]
+            return self.out_proj(merge_heads(fused(*heads, is_causal=True)))
+
+    assert verdict("sdpa_attention", Fused) == "passed"

@@ -62,7 +62,7 @@ def test_the_four_examples_exist():
 def test_example_sentence_tokens_and_embeddings(name):
     sentence, tokens, rows = EXPECTED[name]
     ex = example(name)
-    assert ex.name == EXAMPLES[name] == sentence
+    assert ex.sentence == EXAMPLES[name] == sentence
     assert ex.tokens == tokens
     assert ex.embeddings.dtype == torch.float32
     assert ex.embeddings.shape == (len(tokens), len(rows[0]))

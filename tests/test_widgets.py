@@ -134,7 +134,7 @@ def test_invalid_programmatic_settings_show_a_message_not_a_traceback():
         (lambda: widgets.attention_explorer(example="poem"), "unknown example"),
         (lambda: widgets.attention_explorer(model="gpt"), "model"),
         (lambda: widgets.encoder_explorer(num_heads=2), "not divisible"),
-        (lambda: widgets.encoder_explorer(num_real=9), "lengths"),
+        (lambda: widgets.encoder_explorer(num_real=9), "num_real=9: .* has 6 tokens"),
         (lambda: widgets.encoder_explorer(mask_kind="both"), "mask_kind"),
     ],
 )

@@ -271,6 +271,12 @@ WRONG: list[Wrong] = [
     ),
     Wrong("bug zoo head scale", "bug_head_scale", mha_with("scale_d_out"), ("sqrt(d_out)",)),
     Wrong("sdpa class inverted mask", "sdpa_attention", SDPAInvertedMask, ("allowed",)),
+    Wrong(
+        "sdpa class without the fused kernel",
+        "sdpa_attention",
+        attention.MultiHeadAttention,  # the lecture's class: right outputs, its own softmax
+        ("never calls F.scaled_dot_product_attention",),
+    ),
     Wrong("encoder no residual", "encoder_layer", EncoderNoResidual, ("without residual",)),
     Wrong("encoder no norm", "encoder_layer", EncoderNoNorm, ("without norm",)),
     Wrong("bug zoo encoder", "bug_encoder_residual", EncoderNoResidual, ("residual",)),

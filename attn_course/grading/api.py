@@ -125,8 +125,12 @@ def _run(spec: CheckSpec, obj: object) -> CheckResult:
 
 @contextlib.contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``_TimeLimit`` after ``seconds`` (main thread only; elsewhere no limit)."""
-    if threading.current_thread() is not threading.main_thread():
+    """Raise ``_TimeLimit`` after ``seconds``.
+
+    Only on the main thread of a platform with SIGALRM; elsewhere (other threads, Windows)
+    the check runs without a time limit.
+    """
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
         yield
         return
 

@@ -204,7 +204,6 @@ def build_pair(
 
 def _attend(
     scores: torch.Tensor,
-    values: torch.Tensor,
     mask: torch.Tensor | None,
     dim: int = -1,
     fill: float = -torch.inf,
@@ -228,25 +227,21 @@ def attention_mistakes(
     d = keys.shape[-1]
     scores = queries @ keys.transpose(-2, -1)  # (..., num_queries, num_keys)
     weights = {
-        "no_scale": _attend(scores, values, mask),
-        "scale_by_d": _attend(scores / d, values, mask),
-        "softmax_dim": _attend(scores / d**0.5, values, mask, dim=-2),
+        "no_scale": _attend(scores, mask),
+        "scale_by_d": _attend(scores / d, mask),
+        "softmax_dim": _attend(scores / d**0.5, mask, dim=-2),
     }
     if keys.shape == values.shape:
-        weights["keys_are_values"] = _attend(
-            queries @ values.transpose(-2, -1) / d**0.5, values, mask
-        )
+        weights["keys_are_values"] = _attend(queries @ values.transpose(-2, -1) / d**0.5, mask)
     if queries.shape == keys.shape:
-        weights["keys_queries_swapped"] = _attend(
-            (keys @ queries.transpose(-2, -1)) / d**0.5, values, mask
-        )
+        weights["keys_queries_swapped"] = _attend((keys @ queries.transpose(-2, -1)) / d**0.5, mask)
     if mask is not None and mask.any():
         scaled = scores / d**0.5
-        weights["mask_lost"] = _attend(scaled, values, None)
-        weights["mask_inverted"] = _attend(scaled, values, ~mask)
-        weights["zero_fill"] = _attend(scaled, values, mask, fill=0.0)
-        weights["mask_after_softmax"] = _attend(scaled, values, None).masked_fill(mask, 0.0)
+        weights["mask_lost"] = _attend(scaled, None)
+        weights["mask_inverted"] = _attend(scaled, ~mask)
+        weights["zero_fill"] = _attend(scaled, mask, fill=0.0)
+        weights["mask_after_softmax"] = _attend(scaled, None).masked_fill(mask, 0.0)
         if scores.shape[-1] == scores.shape[-2]:
             eye = torch.eye(scores.shape[-1], dtype=torch.bool)
-            weights["mask_diagonal"] = _attend(scaled, values, mask | eye)
+            weights["mask_diagonal"] = _attend(scaled, mask | eye)
     return {name: (w @ values, w) for name, w in weights.items()}

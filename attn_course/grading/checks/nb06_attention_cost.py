@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from ...attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
-from ..expect import expect_answer
-from ..registry import register
-from .nb03_weight_split_mha import check_mha_class, mha_mistakes
+from ..expect import build_pair, call_pure, expect_answer, randn
+from ..registry import CheckFailed, register
+from .nb03_weight_split_mha import MHA_CONFIGS, check_mha_class, mha_mistakes
 
 NOTEBOOK = "06_attention_cost"
 # GPT-2 small's attention on a batch of 2 full-length sequences.
@@ -62,6 +63,34 @@ def sdpa_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torc
     return {"attn_mask": module.out_proj(merge_heads(inverted)), **mha_mistakes(module, x)}
 
 
+class FusedCallCounter(TorchFunctionMode):
+    """Counts the calls of F.scaled_dot_product_attention made inside the ``with`` block.
+
+    The fused function dispatches through torch-function handling, so every call is seen
+    however the learner reached it: ``F.scaled_dot_product_attention``,
+    ``torch.nn.functional.scaled_dot_product_attention`` or a ``from ... import``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is F.scaled_dot_product_attention:
+            self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def fused_calls(cls: type) -> int:
+    """How often one forward of ``cls`` (MHA_CONFIGS[0]) calls F.scaled_dot_product_attention."""
+    d_in, d_out, ctx, num_heads, bias, b, num_tokens = MHA_CONFIGS[0]
+    mine, _ = build_pair(cls, MultiHeadAttention, (d_in, d_out, ctx, 0.0, num_heads, bias), 80)
+    x = randn(b, num_tokens, d_in, seed=90)
+    with FusedCallCounter() as counter:
+        call_pure(mine, x)
+    return counter.calls
+
+
 @register("sdpa_attention", NOTEBOOK, time_limit=5.0)
 def check_sdpa_attention(cls: object) -> str:
     """A MultiHeadAttention subclass whose forward calls F.scaled_dot_product_attention."""
@@ -74,4 +103,10 @@ def check_sdpa_attention(cls: object) -> str:
         },
         mistakes_of=sdpa_mistakes,
     )
+    if not fused_calls(cls):
+        raise CheckFailed(
+            "your class gives the right outputs but never calls F.scaled_dot_product_attention: "
+            "compute the context with the fused function, F.scaled_dot_product_attention("
+            "queries, keys, values, is_causal=True), instead of the scores, mask and softmax."
+        )
     return "the fused kernel gives the same outputs as the lecture's MultiHeadAttention."

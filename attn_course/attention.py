@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import check_config, check_heads, check_input
+from .validation import check_config, check_heads, check_input, check_mask
 
 __all__ = [
     "causal_mask",
@@ -67,7 +67,9 @@ def scaled_dot_product_attention(
         queries: (..., num_queries, head_dim)
         keys: (..., num_keys, head_dim)
         values: (..., num_keys, d_v)
-        mask: boolean, broadcastable to (..., num_queries, num_keys); True = hidden.
+        mask: boolean, True = hidden: (num_queries, num_keys) for every sequence and head,
+            or the scores' own rank with each dim 1 or equal, e.g. (b, 1, 1, num_keys).
+            Other shapes raise ValueError (see ``validation.check_mask``).
         dropout: optional module applied to the attention weights (e.g. ``nn.Dropout``).
 
     Returns:
@@ -83,11 +85,7 @@ def scaled_dot_product_attention(
     if mask is None:
         attn_weights = torch.softmax(scaled, dim=-1)
     else:
-        if mask.dtype != torch.bool:
-            raise ValueError(
-                f"mask must be a boolean tensor (True = hidden), got dtype {mask.dtype}. "
-                "A float padding mask with 1 = keep converts with `~keep.bool()`."
-            )
+        check_mask(mask, tuple(scaled.shape))
         masked = scaled.masked_fill(mask, -torch.inf)
         attn_weights = torch.softmax(masked, dim=-1)
         # Rows with every key hidden came out as NaN (0/0): make them all-zero instead.

@@ -15,7 +15,13 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
-from .validation import check_config, check_features, check_heads, check_input
+from .validation import (
+    check_config,
+    check_features,
+    check_heads,
+    check_input,
+    self_attention_mask,
+)
 
 __all__ = [
     "GELU",
@@ -79,9 +85,11 @@ class FeedForward(nn.Module):
 class MultiHeadSelfAttention(nn.Module):
     """Bidirectional multi-head self-attention with an optional (padding) mask.
 
-    ``forward(x, mask=None)`` returns ``(output, attn_weights)``; ``mask`` is boolean,
-    True = hidden, broadcastable to (b, n_heads, num_tokens, num_tokens) -- e.g. the
-    (b, 1, 1, num_tokens) result of ``attention.padding_mask``.
+    ``forward(x, mask=None, key_padding_mask=None)`` returns ``(output, attn_weights)``. Both
+    masks are boolean, True = hidden: ``mask`` is rank 4, broadcastable to
+    (b, n_heads, num_tokens, num_tokens), e.g. the (b, 1, 1, num_tokens) result of
+    ``attention.padding_mask``; ``key_padding_mask`` is (b, num_tokens), True at padded
+    positions, as in PyTorch. Any other shape raises ValueError (``self_attention_mask``).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.1):
@@ -98,12 +106,17 @@ class MultiHeadSelfAttention(nn.Module):
         self.attn_weights: torch.Tensor | None = None
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(
                 f"expected input of shape (b, num_tokens, {self.d_model}), got {tuple(x.shape)}."
             )
+        b, num_tokens, _ = x.shape
+        mask = self_attention_mask(mask, key_padding_mask, b, self.n_heads, num_tokens)
         queries = split_heads(self.W_query(x), self.n_heads)  # (b, num_heads, num_tokens, head_dim)
         keys = split_heads(self.W_key(x), self.n_heads)  # (b, num_heads, num_tokens, head_dim)
         values = split_heads(self.W_value(x), self.n_heads)  # (b, num_heads, num_tokens, head_dim)
@@ -147,9 +160,10 @@ class BlockConfig:
         return 4 * self.emb_dim
 
 
-# GPT-2's published sizes: (emb_dim, n_heads, n_layers).
+# GPT-2's released sizes: (emb_dim, n_heads, n_layers). GPT-2's query/key/value projections
+# have biases, so these configs do too; BlockConfig's own default (no bias) is the lectures'.
 GPT2_CONFIGS: dict[str, tuple[BlockConfig, int]] = {
-    name: (BlockConfig(emb_dim=emb, n_heads=heads), layers)
+    name: (BlockConfig(emb_dim=emb, n_heads=heads, qkv_bias=True), layers)
     for name, emb, heads, layers in (
         ("small", 768, 12, 12),
         ("medium", 1024, 16, 24),

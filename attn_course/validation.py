@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["check_config", "check_features", "check_heads", "check_input"]
+__all__ = [
+    "check_config",
+    "check_features",
+    "check_heads",
+    "check_input",
+    "check_mask",
+    "self_attention_mask",
+]
 
 
 def check_heads(d_out: int, num_heads: int) -> None:
@@ -61,3 +68,90 @@ def check_features(x: torch.Tensor, d_model: int) -> None:
             f"the last dim of the input must be d_model={d_model} (the size this module was "
             f"built with); got an input of shape {tuple(x.shape)}."
         )
+
+
+def _mask_dtype(mask: torch.Tensor, name: str = "mask") -> None:
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"{name} must be a boolean tensor (True = hidden), got dtype {mask.dtype}. "
+            "A float padding mask with 1 = keep converts with `~keep.bool()`."
+        )
+
+
+def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
+    """``mask`` fits attention scores of shape (..., num_queries, num_keys), read one way only.
+
+    Accepted: a boolean (num_queries, num_keys) mask shared by every sequence and head, or a
+    mask of the scores' own rank whose every dim is 1 or the scores' dim. Any other rank is
+    refused, because broadcasting would align it from the right and could put a batch dim on
+    the heads (a (b, 1, num_keys) mask with b == num_heads) without an error.
+    """
+    _mask_dtype(mask)
+    *lead, num_queries, num_keys = scores_shape
+    shape = tuple(mask.shape)
+    if mask.ndim == 2:
+        fits = shape[1] == num_keys and shape[0] in (1, num_queries)
+    elif mask.ndim == len(scores_shape):
+        fits = shape[-1] == num_keys and all(
+            m in (1, s) for m, s in zip(shape, scores_shape, strict=True)
+        )
+    else:
+        fits = False
+    if fits:
+        return
+    advice = ""
+    if len(scores_shape) == 4 and mask.ndim == 3:
+        advice = (
+            " A (b, 1, num_keys) padding mask needs its head dim made explicit: "
+            "mask[:, None] (shape (b, 1, 1, num_keys))."
+        )
+    elif len(scores_shape) == 4 and mask.ndim == 2 and shape == (lead[0], num_keys):
+        advice = (
+            " A (b, num_keys) key-padding mask converts with mask[:, None, None, :]; a rank-2 "
+            "mask here is always read as (num_queries, num_keys)."
+        )
+    raise ValueError(
+        f"a mask of shape {shape} does not fit attention scores of shape "
+        f"{tuple(scores_shape)} (..., num_queries, num_keys). Accepted: "
+        f"(num_queries, num_keys) = ({num_queries}, {num_keys}), or a rank-{len(scores_shape)} "
+        f"mask whose dims are each 1 or equal to {tuple(scores_shape)}.{advice}"
+    )
+
+
+def self_attention_mask(
+    mask: torch.Tensor | None,
+    key_padding_mask: torch.Tensor | None,
+    b: int,
+    num_heads: int,
+    num_tokens: int,
+) -> torch.Tensor | None:
+    """The one (b|1, 1|num_heads, 1|num_tokens, num_tokens) mask a self-attention module applies.
+
+    ``mask`` must be rank 4 (e.g. ``attention.padding_mask``'s (b, 1, 1, num_tokens)), so that a
+    (b, num_tokens) key-padding mask is never mistaken for a (num_tokens, num_tokens) one when
+    b == num_tokens; a (b, num_tokens) key-padding mask (True = padded, as in PyTorch's
+    ``key_padding_mask``) goes to ``key_padding_mask``. Both may be given; they are combined.
+    """
+    scores_shape = (b, num_heads, num_tokens, num_tokens)
+    if mask is not None:
+        _mask_dtype(mask)
+        if mask.ndim != 4:
+            raise ValueError(
+                f"mask must be rank 4, broadcastable to (b, num_heads, num_tokens, num_tokens) "
+                f"= {scores_shape}; got shape {tuple(mask.shape)}. Convert: a (b, num_tokens) "
+                "key-padding mask -> key_padding_mask=mask (or mask[:, None, None, :]); a "
+                "(b, 1, num_tokens) mask -> mask[:, None]; a (num_tokens, num_tokens) mask for "
+                "every sequence -> mask[None, None]."
+            )
+        check_mask(mask, scores_shape)
+    if key_padding_mask is not None:
+        _mask_dtype(key_padding_mask, "key_padding_mask")
+        if tuple(key_padding_mask.shape) != (b, num_tokens):
+            raise ValueError(
+                f"key_padding_mask must have shape (b, num_tokens) = {(b, num_tokens)}, True at "
+                f"the padded positions; got {tuple(key_padding_mask.shape)}. Other masks go to "
+                "mask= as rank-4 tensors."
+            )
+        padding = key_padding_mask[:, None, None, :]  # (b, 1, 1, num_tokens)
+        mask = padding if mask is None else mask | padding
+    return mask

@@ -189,7 +189,8 @@ def encoder_weights(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module = MultiHeadSelfAttention(d_model, num_heads, dropout=0.0)
-    _, attn_weights = module(x, mask=mask)  # (1, num_heads, num_tokens, num_tokens)
+    module_mask = None if mask is None else mask.expand(1, 1, num_tokens, num_tokens)
+    _, attn_weights = module(x, mask=module_mask)  # (1, num_heads, num_tokens, num_tokens)
     tokens = chosen.tokens[:num_real] + (PAD,) * (num_tokens - num_real)
     return attn_weights[0], tokens, mask
 

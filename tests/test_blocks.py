@@ -3,8 +3,6 @@ causality and GPT-2 parameter counts."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -182,9 +180,11 @@ def _block_parameters(d: int) -> int:
 def test_gpt2_small_attention_and_block_counts():
     with torch.device("meta"):  # shapes only: nothing is allocated
         attention = MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12, qkv_bias=False)
-        block = TransformerBlock(BlockConfig(qkv_bias=True))
+        block = TransformerBlock(GPT2_CONFIGS["small"][0])
+        lecture_block = TransformerBlock(BlockConfig())  # the lectures' default: no qkv bias
     assert count_parameters(attention) == 2_360_064
     assert count_parameters(block) == 7_087_872 == _block_parameters(768)
+    assert count_parameters(lecture_block) == 7_087_872 - 3 * 768
 
 
 def test_gpt2_small_total_is_the_published_count():
@@ -193,7 +193,7 @@ def test_gpt2_small_total_is_the_published_count():
         model = nn.Sequential(
             nn.Embedding(50257, 768),  # token embedding, tied with the output head
             nn.Embedding(1024, 768),  # position embedding
-            *[TransformerBlock(dataclasses.replace(cfg, qkv_bias=True)) for _ in range(n_layers)],
+            *[TransformerBlock(cfg) for _ in range(n_layers)],
             LayerNorm(768),  # final norm
         )
     assert n_layers == 12
@@ -213,7 +213,8 @@ def test_gpt2_block_counts_follow_12_d2_plus_13_d(name, d, heads, layers):
     cfg, n_layers = GPT2_CONFIGS[name]
     assert (cfg.emb_dim, cfg.n_heads, n_layers, cfg.d_ff) == (d, heads, layers, 4 * d)
     with torch.device("meta"):
-        block = TransformerBlock(dataclasses.replace(cfg, qkv_bias=True))
+        block = TransformerBlock(cfg)
+    assert cfg.qkv_bias, "GPT-2's query, key and value projections have biases"
     assert count_parameters(block) == _block_parameters(d) == 12 * d * d + 13 * d
 
 

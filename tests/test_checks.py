@@ -50,7 +50,7 @@ REFERENCE = {
     "transformer_block": blocks.TransformerBlock,
     # GPT-2 small block: attention 4 * 768^2 + 768 (out_proj bias), MLP 2 * 768 * 3072 +
     # 3072 + 768, two LayerNorms 4 * 768.
-    "gpt2_block_parameters": 4 * 768**2 + 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768,
+    "gpt2_block_parameters": 4 * 768**2 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768,
     "attn_weights_numel": 2 * 12 * 1024 * 1024,  # b x heads x T x T
     "attn_memory_ratio": 4,  # T^2
     "sdpa_attention": attention.MultiHeadAttentionSDPA,

@@ -126,3 +126,76 @@ def test_public_checks_accept_good_values():
     check_config(3, 6, 4, 0.0)
     check_heads(6, 3)
     check_input(torch.ones(2, 4, 3), d_in=3, context_length=4)
+
+
+# --- masks: every accepted shape is read one way; every other shape is refused --------------
+
+
+def _self_attention(num_heads: int = 2) -> MultiHeadSelfAttention:
+    torch.manual_seed(0)
+    return MultiHeadSelfAttention(6, num_heads, dropout=0.0).eval()
+
+
+def test_key_padding_mask_equals_the_rank4_padding_mask():
+    attn, x = _self_attention(), torch.randn(2, 5, 6)
+    padded = padding_mask([3, 5], num_tokens=5)  # (b, 1, 1, num_tokens)
+    key_padding = padded[:, 0, 0, :]  # (b, num_tokens), True at padded positions
+    expected, _ = attn(x, mask=padded)
+    out, weights = attn(x, key_padding_mask=key_padding)
+    assert torch.allclose(out, expected)
+    assert (weights[0, :, :, 3:] == 0).all() and (weights[1] > 0).all()
+    # Both at once are combined: a causal mask on top of the padding.
+    _, weights = attn(x, mask=causal_mask(5)[None, None], key_padding_mask=key_padding)
+    assert (weights[0, :, :, 3:] == 0).all() and (weights[1].triu(1) == 0).all()
+
+
+def test_batch_by_tokens_mask_is_not_read_as_queries_by_keys():
+    """A (b, num_tokens) key-padding mask with b == num_tokens once ran and gave wrong results."""
+    layer = EncoderLayer(6, 2, 12, dropout=0.0).eval()
+    x, key_padding = torch.randn(4, 4, 6), padding_mask([2, 3, 4, 1], 4)[:, 0, 0, :]
+    with pytest.raises(ValueError, match=r"rank 4.*mask\[:, None, None, :\].*mask\[None, None\]"):
+        layer(x, mask=key_padding)
+    with pytest.raises(ValueError, match="rank 4"):
+        _self_attention()(x, mask=causal_mask(4))
+
+
+def test_batch_dim_never_lands_on_the_heads():
+    """A (b, 1, num_tokens) mask with b == num_heads once broadcast onto the heads."""
+    x = torch.randn(2, 5, 6)
+    mask = padding_mask([3, 5], 5)[:, 0]  # (b, 1, num_tokens), as seed 004 builds it
+    with pytest.raises(ValueError, match=r"\(b, 1, num_tokens\) mask -> mask\[:, None\]"):
+        _self_attention(num_heads=2)(x, mask=mask)
+    q = torch.randn(2, 2, 5, 3)  # (b, num_heads, num_tokens, head_dim) with b == num_heads
+    with pytest.raises(ValueError, match=r"head dim made explicit: mask\[:, None\]"):
+        scaled_dot_product_attention(q, q, q, mask=mask)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(3, 1, 1, 5), (2, 1, 1, 4), (2, 3, 5, 5), (2, 1, 4, 5), (5,), (1, 2, 1, 1, 5)],
+    ids=["wrong-batch", "wrong-length", "wrong-heads", "wrong-queries", "rank-1", "rank-5"],
+)
+def test_misfit_masks_raise_a_value_error_naming_the_accepted_shapes(shape):
+    x = torch.randn(2, 5, 6)
+    with pytest.raises(ValueError, match=r"(Accepted|rank 4).*"):
+        _self_attention()(x, mask=torch.zeros(shape, dtype=torch.bool))
+    q = torch.randn(2, 2, 5, 3)
+    with pytest.raises(ValueError, match=r"Accepted: \(num_queries, num_keys\) = \(5, 5\)"):
+        scaled_dot_product_attention(q, q, q, mask=torch.zeros(shape, dtype=torch.bool))
+
+
+def test_key_padding_mask_shape_is_checked():
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(b, num_tokens\)"):
+        _self_attention()(torch.randn(2, 5, 6), key_padding_mask=torch.zeros(5, 2, dtype=bool))
+    with pytest.raises(ValueError, match="key_padding_mask must be a boolean"):
+        _self_attention()(torch.randn(2, 5, 6), key_padding_mask=torch.ones(2, 5))
+
+
+@pytest.mark.parametrize(
+    "shape", [(5, 5), (1, 5), (2, 2, 5, 5), (1, 1, 5, 5), (2, 1, 1, 5), (1, 2, 5, 5)]
+)
+def test_sdpa_accepts_the_documented_mask_shapes(shape):
+    q = torch.randn(2, 2, 5, 3)
+    mask = torch.zeros(shape, dtype=torch.bool)
+    context, _ = scaled_dot_product_attention(q, q, q, mask=mask)
+    assert torch.allclose(context, scaled_dot_product_attention(q, q, q)[0])

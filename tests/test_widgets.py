@@ -212,7 +212,7 @@ def test_encoder_weights_hide_the_padding():
     x[:, 4:] = 0.0
     torch.manual_seed(123)
     module = MultiHeadSelfAttention(3, 3, dropout=0.0)
-    _, expected = module(x, mask=mask)
+    _, expected = module(x, mask=mask[None])  # (1, 1, 1, num_tokens)
     assert torch.allclose(weights, expected[0])
 
 

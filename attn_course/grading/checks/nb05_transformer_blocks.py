@@ -230,6 +230,8 @@ def check_gpt2_block_parameters(answer: object) -> str:
         "parameters of one GPT-2 small block",
         {
             want - norms: "Don't forget the two LayerNorms (scale and shift, emb_dim each).",
+            want - 3 * block.att.d_out: "GPT-2's query, key and value projections have biases "
+            "(qkv_bias=True): d_out each.",
             want + block.att.mask.numel(): "The causal mask is a buffer, not a parameter.",
             want - count_parameters(block.att.out_proj): "Count the attention's out_proj too.",
         },

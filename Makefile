@@ -1,9 +1,16 @@
 # attn-course. Learners need two targets: `make lab` and `make test`.
-# Both build the project-local virtual environment .venv on first use (Python 3.11, the
+# Both build the project-local virtual environment .venv on first use (a supported Python, the
 # pinned stack of pyproject.toml, attn_course installed editable) and reuse it afterwards.
 
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV := .venv
+# Supported Pythons, in order of preference; the first one found that can make a venv is used.
+# Override with `make PYTHON=/path/to/python3.X ...` (and VENV=... for a venv elsewhere).
+SUPPORTED_PYTHONS := 3.11 3.12 3.13
+find_python = $(shell for v in $(1); do \
+	for p in python$$v $$HOME/.pyenv/versions/$$v*/bin/python$$v; do \
+		"$$p" -c 'import ensurepip, venv' >/dev/null 2>&1 && { command -v "$$p"; exit 0; }; \
+	done; done)
+PYTHON ?= $(call find_python,$(SUPPORTED_PYTHONS))
+VENV ?= .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
@@ -11,10 +18,13 @@ READY := $(VENV)/.ready
 PYTEST_ARGS ?= -n 2 --dist loadfile --nbval --nbval-current-env \
 	--nbval-sanitize-with nbval-sanitize.cfg tests notebooks solutions
 
-.PHONY: lab test chromium notebooks exercises bench clean
+comma := ,
+
+.PHONY: lab test chromium notebooks exercises bench clean python supported-pythons
 
 $(READY): pyproject.toml
-	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v[:2] == (3, 11) else "attn-course needs Python 3.11; $(PYTHON) is %d.%d. Run: make PYTHON=/path/to/python3.11 ..." % v[:2])'
+	@test -n "$(PYTHON)" || { echo "attn-course needs Python $(subst $() ,$(comma) ,$(SUPPORTED_PYTHONS)) with its venv module (on Debian and Ubuntu: python3.X-venv); none was found. Install one, or name it: make PYTHON=/path/to/python3.X $(MAKECMDGOALS)"; exit 1; }
+	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v in "$(SUPPORTED_PYTHONS)".split() else f"attn-course supports Python $(SUPPORTED_PYTHONS); $(PYTHON) is {v}. Run: make PYTHON=/path/to/python3.X ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
@@ -55,3 +65,10 @@ bench: $(READY)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+
+# The interpreter `make` would use (or that PYTHON names), for .ci/run: `make -s python`.
+python:
+	@echo $(PYTHON)
+
+supported-pythons:
+	@echo $(SUPPORTED_PYTHONS)

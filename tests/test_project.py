@@ -3,6 +3,7 @@ README's test command, and clean ruff lint and formatting."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+NO_PYTHON = {k: v for k, v in os.environ.items() if k != "PYTHON"}
 TEST_RUNNER = re.compile(r"\b(make|pytest|python[\d.]*|nbval|tox|nox|ruff)\b")
 
 
@@ -48,11 +50,30 @@ def test_readme_gives_exactly_two_commands():
     assert blocks[0] == ["make lab", "make test"]
 
 
-def test_ci_runs_the_readme_test_command_and_nothing_else():
+def test_ci_runs_the_readme_test_command_then_the_same_under_other_pythons():
     readme_test_command = _code_blocks((ROOT / "README.md").read_text())[0][1]
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     commands = [line for line in lines if line and not line.startswith("#")]
-    assert [c for c in commands if TEST_RUNNER.search(c)] == [readme_test_command]
+    runners = [c for c in commands if TEST_RUNNER.search(c)]
+    assert runners[0] == readme_test_command, "CI starts with exactly the README's command"
+    again = [c for c in commands if c.startswith(readme_test_command)]
+    assert again[1:] == [f'{readme_test_command} PYTHON="$python" VENV="$venvs/venv-$version"']
+
+
+def test_make_finds_only_supported_pythons():
+    def found(versions: str) -> str:
+        command = ["make", "-s", "python", f"SUPPORTED_PYTHONS={versions}"]
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=NO_PYTHON)
+        return result.stdout.strip()
+
+    assert found("2.0") == ""  # no such interpreter: empty, and the setup names the versions
+    current = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert found(f"2.0 {current}").endswith(f"python{current}")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    make = subprocess.run(["make", "-s", "supported-pythons"], cwd=ROOT, capture_output=True)
+    versions = make.stdout.decode().split()
+    low, high = versions[0], versions[-1].split(".")
+    assert project["requires-python"] == f">={low},<{high[0]}.{int(high[1]) + 1}"
 
 
 @pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]])

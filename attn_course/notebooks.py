@@ -57,6 +57,8 @@ def execute_in_place(path: Path, timeout: int = 300) -> float:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = coalesce_streams(cell.outputs)
+    # Saved widget state is a page of random model ids: diff noise that a kernel redraws anyway.
+    notebook.metadata.pop("widgets", None)
     nbformat.write(notebook, path)
     return time.perf_counter() - start
 

@@ -52,6 +52,7 @@ chromium:
 
 ## notebooks: re-execute lecture and solution notebooks in place (the only way outputs change)
 notebooks: $(READY)
+	$(BIN)/python -m attn_course sync-copies
 	$(BIN)/python -m attn_course execute notebooks solutions
 
 ## exercises: regenerate exercises/ from solutions/

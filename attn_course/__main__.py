@@ -1,4 +1,4 @@
-"""``python -m attn_course COMMAND``: lab, grade, execute, make-exercises."""
+"""``python -m attn_course COMMAND``: lab, grade, execute, make-exercises, sync-copies."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ COMMANDS = {
     "grade": ("attn_course.grading.cli", "grade exercise notebooks and print a score table"),
     "execute": ("attn_course.notebooks", "re-execute notebooks in place (regenerates outputs)"),
     "make-exercises": ("attn_course.grading.exercises", "regenerate exercises/ from solutions/"),
+    "sync-copies": ("attn_course.copies", "regenerate the notebooks' copies of package code"),
 }
 
 

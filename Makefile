@@ -20,7 +20,12 @@ PYTEST_ARGS ?= -n 2 --dist loadfile --nbval --nbval-current-env \
 
 comma := ,
 
-.PHONY: lab test chromium notebooks exercises bench clean python supported-pythons
+.PHONY: help lab test lint chromium notebooks exercises bench clean python supported-pythons
+.DEFAULT_GOAL := help
+
+## help: list these targets
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)
 
 $(READY): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "attn-course needs Python $(subst $() ,$(comma) ,$(SUPPORTED_PYTHONS)) with its venv module (on Debian and Ubuntu: python3.X-venv); none was found. Install one, or name it: make PYTHON=/path/to/python3.X $(MAKECMDGOALS)"; exit 1; }
@@ -37,6 +42,11 @@ lab: $(READY)
 ## test: set up and run every test
 test: $(READY) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## lint: ruff's lint and format checks (make test runs them too)
+lint: $(READY)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # The browser test (tests/test_browser.py) drives Debian's Chromium; install it once.
 CHROMIUM := /usr/bin/chromium
@@ -64,6 +74,7 @@ bench: $(READY)
 	$(BIN)/python benchmarks/bench_attention.py
 	$(BIN)/python benchmarks/bench_widgets.py
 
+## clean: delete the virtual environment and caches
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
 

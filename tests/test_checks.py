@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch.nn.functional import scaled_dot_product_attention
 from wrong_implementations import WRONG
 
-from attn_course import attention, blocks, numpy_attention
+from attn_course import attention, blocks, foundations, numpy_attention
 from attn_course.attention import merge_heads, split_heads
 from attn_course.grading import checks  # noqa: F401  (registers the checks)
 from attn_course.grading.registry import CHECKS, CheckFailed
@@ -59,6 +59,9 @@ REFERENCE = {
     "bug_out_proj_width": attention.MultiHeadAttention,
     "bug_head_scale": attention.MultiHeadAttention,
     "bug_encoder_residual": blocks.EncoderLayer,
+    "weightless_attention": foundations.weightless_attention,
+    "cross_attention": foundations.MultiHeadCrossAttention,
+    "bug_padding_mask_unsqueeze": foundations.MultiHeadCrossAttention,
 }
 
 REQUIRED_IDS = [

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_course import attention, blocks, numpy_attention
+from attn_course import attention, blocks, foundations, numpy_attention
 from attn_course.attention import merge_heads, split_heads
 
 
@@ -56,6 +56,57 @@ class CausalAttentionWith(attention.CausalAttention):
 def causal_with(mistake: str) -> type:
     """A CausalAttention subclass with ``mistake``."""
     return type(f"CausalAttention_{mistake}", (CausalAttentionWith,), {"mistake": mistake})
+
+
+def weightless_with(mistake: str):
+    """numpy weightless attention (lecture 00, section 0) with ``mistake``."""
+
+    def weightless_attention(X):
+        scores = X @ X.T  # (num_tokens, num_tokens)
+        if mistake == "scaled":
+            scores = scores / np.sqrt(X.shape[-1])
+        axis = 0 if mistake == "softmax_axis" else -1
+        weights = scores if mistake == "no_softmax" else numpy_attention.softmax(scores, axis=axis)
+        return (weights.T if mistake == "transposed" else weights) @ X, weights
+
+    return weightless_attention
+
+
+class CrossAttentionWith(foundations.MultiHeadCrossAttention):
+    """MultiHeadCrossAttention whose forward makes ``mistake`` (set by the subclasses below)."""
+
+    mistake: str | None = None
+
+    def forward(self, query, key, value, mask=None):
+        if self.mistake == "self_attention":
+            key = value = query
+        if self.mistake == "keys_for_values":
+            value = key
+        if self.mistake in ("mask_ignored", "self_attention"):
+            mask = None
+        if self.mistake == "mask_unsqueezed" and mask is not None:
+            mask = mask.unsqueeze(1)  # seed 004: (b, 1, 1, S) -> (b, 1, 1, 1, S)
+        h = self.n_heads
+        heads = [
+            split_heads(self.W_query(query), h),
+            split_heads(self.W_key(key), h),
+            split_heads(self.W_value(value), h),
+        ]
+        dropout = None if self.mistake == "no_dropout" else self.dropout
+        if self.mistake in ("no_scale", "mask_unsqueezed"):  # plain broadcasting of the mask
+            context, weights = sdpa(*heads, mask, self.mistake)
+        else:
+            context, weights = attention.scaled_dot_product_attention(*heads, mask, dropout)
+        if self.mistake == "mask_unsqueezed":
+            merged = context.transpose(1, 2).contiguous().view(query.shape[0], -1, self.d_model)
+        else:
+            merged = merge_heads(context)
+        return merged if self.mistake == "no_out_proj" else self.out_proj(merged), weights
+
+
+def cross_with(mistake: str) -> type:
+    """A MultiHeadCrossAttention subclass with ``mistake``."""
+    return type(f"CrossAttention_{mistake}", (CrossAttentionWith,), {"mistake": mistake})
 
 
 class MultiHeadAttentionWith(attention.MultiHeadAttention):
@@ -326,4 +377,30 @@ WRONG: list[Wrong] = [
     Wrong("mha count without out_proj", "mha_parameter_count", 108, ("out_proj",)),
     Wrong("weights count without heads", "attn_weights_numel", 2 * 1024 * 1024, ("head",)),
     Wrong("memory grows linearly", "attn_memory_ratio", 2, ("squared",)),
+    Wrong("weightless scaled", "weightless_attention", weightless_with("scaled"), ("no scaling",)),
+    Wrong(
+        "weightless softmax axis",
+        "weightless_attention",
+        weightless_with("softmax_axis"),
+        ("axis=-1",),
+    ),
+    Wrong("weightless raw scores", "weightless_attention", weightless_with("no_softmax"), ("raw",)),
+    Wrong(
+        "weightless transposed",
+        "weightless_attention",
+        weightless_with("transposed"),
+        ("weights @ X",),
+    ),
+    Wrong("cross self-attention", "cross_attention", cross_with("self_attention"), ("`key`",)),
+    Wrong("cross keys for values", "cross_attention", cross_with("keys_for_values"), ("W_value",)),
+    Wrong("cross mask ignored", "cross_attention", cross_with("mask_ignored"), ("mask",)),
+    Wrong("cross no scale", "cross_attention", cross_with("no_scale"), ("sqrt",)),
+    Wrong("cross no out_proj", "cross_attention", cross_with("no_out_proj"), ("out_proj",)),
+    Wrong("cross no dropout", "cross_attention", cross_with("no_dropout"), ("training mode",)),
+    Wrong(
+        "bug zoo mask unsqueezed",
+        "bug_padding_mask_unsqueeze",
+        cross_with("mask_unsqueezed"),
+        ("unsqueeze(1)",),
+    ),
 ]

@@ -6,6 +6,8 @@ import numpy as np
 import torch
 
 from ...attention import causal_mask
+from ...data import example
+from ...foundations import weightless_attention
 from ...numpy_attention import multi_head_attention, self_attention, softmax
 from ..expect import attention_mistakes, call_pure, expect_answer, expect_close
 from ..registry import CheckFailed, register
@@ -143,3 +145,45 @@ def check_numpy_weights_shape(answer: object) -> str:
             (6, 4): "That is the output's shape.",
         },
     )
+
+
+@register("weightless_attention", NOTEBOOK, time_limit=5.0)
+def check_weightless_attention(func: object) -> str:
+    """``func(X)`` -> (context, weights): attention with no trainable weights (section 0)."""
+    journey = example("journey").embeddings.double().numpy()
+    cases = [journey, _rand(400, 4, 5), _rand(401, 1, 2), 0.5 * _rand(402, 7, 4)]
+    for X in cases:
+        what = f"X of shape {X.shape}"
+        got_context, got_weights = _pair(call_pure(func, X))
+        want_context, want_weights = weightless_attention(X)
+        scores = X @ X.T  # (num_tokens, num_tokens)
+        weight_mistakes = {
+            "scaled": softmax(scores / np.sqrt(X.shape[-1])),
+            "softmax_axis": softmax(scores, axis=0),
+            "no_softmax": scores,
+        }
+        expect_close(
+            got_weights,
+            want_weights,
+            f"weights for {what}",
+            {name: torch.from_numpy(w) for name, w in weight_mistakes.items()},
+            hints={
+                "scaled": "this attention has no scaling yet: the scores are the plain dot "
+                "products X @ X.T (the 1/sqrt(d) scaling comes with the projections).",
+                "softmax_axis": "softmax over the wrong axis: each ROW (one query) must sum "
+                "to 1; use axis=-1.",
+                "no_softmax": "the weights are the raw scores: apply softmax to each row so "
+                "they are positive and sum to 1.",
+            },
+        )
+        expect_close(
+            got_context,
+            want_context,
+            f"context vectors for {what}",
+            {"transposed": torch.from_numpy(want_weights.T @ X)},
+            hints={
+                "transposed": "the context uses the transposed weights: row i is "
+                "sum_j weights[i, j] * X[j], that is weights @ X."
+            },
+        )
+    return "scores, weights and context vectors match, the journey sentence included."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...attention import padding_mask
+from ...attention import merge_heads, padding_mask, scaled_dot_product_attention, split_heads
 from ...blocks import (
     GELU,
     GPT2_CONFIGS,
@@ -15,7 +15,16 @@ from ...blocks import (
     TransformerBlock,
     count_parameters,
 )
-from ..expect import build_pair, call_pure, expect_answer, expect_close, randn
+from ...foundations import MultiHeadCrossAttention
+from ..expect import (
+    attention_mistakes,
+    build_pair,
+    call_pure,
+    expect_answer,
+    expect_close,
+    randn,
+    seeded,
+)
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "05_transformer_blocks"
@@ -236,3 +245,105 @@ def check_gpt2_block_parameters(answer: object) -> str:
             want - count_parameters(block.att.out_proj): "Count the attention's out_proj too.",
         },
     )
+
+
+def _cross_mistakes(
+    ref: MultiHeadCrossAttention,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+) -> dict[str, torch.Tensor]:
+    """Mistake name -> output of the reference cross-attention with that mistake."""
+    h = ref.n_heads
+    queries = split_heads(ref.W_query(query), h)  # (b, n_heads, num_queries, head_dim)
+    keys = split_heads(ref.W_key(key), h)  # (b, n_heads, num_keys, head_dim)
+    values = split_heads(ref.W_value(value), h)  # (b, n_heads, num_keys, head_dim)
+    mistakes = {
+        name: ref.out_proj(merge_heads(context))
+        for name, (context, _) in attention_mistakes(queries, keys, values, mask).items()
+    }
+    context, _ = scaled_dot_product_attention(queries, keys, values, mask)
+    mistakes["no_out_proj"] = merge_heads(context)
+    mistakes["keys_for_values"] = ref(query, key, key, mask)[0]
+    mistakes["self_attention"] = ref(query, query, query)[0]  # keys, values from the query
+    if mask is not None:
+        mistakes["mask_ignored"] = ref(query, key, value)[0]
+    return mistakes
+
+
+_CROSS_HINTS = {
+    "keys_for_values": "the values are projected from the key input: use W_value(value).",
+    "self_attention": "keys and values come from the query input: in cross-attention they are "
+    "projected from the `key` and `value` arguments (the encoder's memory).",
+    "mask_ignored": "the padding mask is not used: pass mask to the attention.",
+    "no_out_proj": "missing the output projection: return out_proj(merged heads).",
+}
+
+
+def check_cross_attention_class(cls: object) -> None:
+    """``cls(d_model, n_heads, dropout)``, ``forward(query, key, value, mask=None)`` ->
+    (output, weights), as ``foundations.MultiHeadCrossAttention``: in eval and train mode,
+    with and without a (b, 1, 1, num_keys) padding mask, and its gradients."""
+    configs = [  # d_model, n_heads, b, num_queries, num_keys, lengths (None: no mask)
+        (8, 2, 2, 3, 5, [5, 2]),
+        (6, 3, 3, 4, 4, [1, 4, 3]),
+        (4, 1, 1, 1, 6, None),
+        (6, 2, 2, 5, 3, None),
+    ]
+    for i, (d_model, n_heads, b, t_q, t_k, lengths) in enumerate(configs):
+        args = (d_model, n_heads, 0.0)
+        mine, ref = build_pair(cls, MultiHeadCrossAttention, args, seed=300 + i)
+        query = randn(b, t_q, d_model, seed=310 + i)
+        key, value = randn(b, t_k, d_model, seed=320 + i), randn(b, t_k, d_model, seed=330 + i)
+        mask = None if lengths is None else padding_mask(lengths, t_k)
+        what = (
+            f"{cls.__name__}{args} with query {tuple(query.shape)}, key and value "
+            f"{tuple(key.shape)}" + ("" if mask is None else f", source lengths {lengths}")
+        )
+        with torch.no_grad():
+            want, want_weights = ref(query, key, value, mask)
+            mistakes = _cross_mistakes(ref, query, key, value, mask)
+        result = call_pure(mine, query, key, value, mask=mask)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise CheckFailed(f"{what}: return the pair (output, attn_weights), in this order.")
+        got, got_weights = result
+        if isinstance(got_weights, torch.Tensor) and got_weights.ndim == 5:
+            raise CheckFailed(
+                f"{what}: the weights are 5-D {tuple(got_weights.shape)}. The mask got an extra "
+                "dim: a (b, 1, 1, num_keys) padding mask already broadcasts over heads and "
+                "queries; unsqueeze(1) makes it (b, 1, 1, 1, num_keys), which pairs every "
+                "sequence's scores with every sequence's mask."
+            )
+        expect_close(got, want, f"output for {what}", mistakes, _CROSS_HINTS)
+        expect_close(got_weights, want_weights, f"weights (b, n_heads, T_q, T_k) for {what}")
+
+    # Training mode: dropout on the weights, drawn from the same RNG state as the reference.
+    mine, ref = build_pair(cls, MultiHeadCrossAttention, (8, 2, 0.5), seed=340)
+    query, memory = randn(2, 3, 8, seed=341), randn(2, 5, 8, seed=342)
+    mask = padding_mask([5, 3], 5)
+    with seeded(343):
+        want = ref.train()(query, memory, memory, mask)[0]
+    with seeded(343):
+        got = mine.train()(query, memory, memory, mask=mask)[0]
+    expect_close(
+        got.detach(),
+        want.detach(),
+        "output in training mode (dropout 0.5, same random state)",
+        hints={},
+    )
+    probe = randn(*want.shape, seed=344)
+    (want * probe).sum().backward()
+    (got * probe).sum().backward()
+    ref_params = dict(ref.named_parameters())
+    for name, param in mine.named_parameters():
+        if param.grad is None:
+            raise CheckFailed(f"parameter {name} gets no gradient: is it used in forward?")
+        expect_close(param.grad, ref_params[name].grad, f"gradient of {name}")
+
+
+@register("cross_attention", NOTEBOOK, time_limit=10.0)
+def check_cross_attention(cls: object) -> str:
+    """The lecture's ``MultiHeadCrossAttention``."""
+    check_cross_attention_class(cls)
+    return "queries from one sequence, keys and values from the other, masked and trained alike."

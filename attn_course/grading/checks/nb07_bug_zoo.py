@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..registry import register
 from .nb01_causal_attention import check_causal_class
 from .nb03_weight_split_mha import check_mha_class
-from .nb05_transformer_blocks import check_encoder_layer
+from .nb05_transformer_blocks import check_cross_attention_class, check_encoder_layer
 
 NOTEBOOK = "07_bug_zoo"
 
@@ -43,3 +43,10 @@ def check_bug_encoder_residual(cls: object) -> str:
     """The fixed EncoderLayer that skipped its residuals and norms."""
     check_encoder_layer(cls)
     return "residual connections and post-LN norms are back."
+
+
+@register("bug_padding_mask_unsqueeze", NOTEBOOK, time_limit=10.0)
+def check_bug_padding_mask_unsqueeze(cls: object) -> str:
+    """The fixed cross-attention whose (b, 1, 1, S) padding mask got one dim too many."""
+    check_cross_attention_class(cls)
+    return "a (b, 1, 1, num_keys) padding mask broadcasts as it is: no extra unsqueeze."

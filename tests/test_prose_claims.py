@@ -1,0 +1,179 @@
+"""Numbers in the lectures' prose agree with the outputs printed beside them.
+
+Each claim names a phrase of a markdown cell, the figure that phrase states, and a regular
+expression whose first group picks the printed number out of the text output of a code cell
+near that markdown cell (at most ``WINDOW`` cells before or after it). The test fails when the
+phrase is gone, when no nearby output prints the number, or when the printed number, rounded
+as the prose rounds it, differs from the stated figure.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW = 3
+
+# (notebook, phrase in the prose, figure the prose states, decimals it is rounded to,
+#  regex over a nearby cell's text output whose group 1 is the printed number)
+CLAIMS = [
+    (
+        "00_numpy_attention",
+        "most similar to itself (1.495)",
+        "1.495",
+        3,
+        r"against every token: \[\s*[\d.]+\s+([\d.]+)",
+    ),
+    (
+        "00_numpy_attention",
+        'to "starts" (1.4754)',
+        "1.4754",
+        4,
+        r"against every token: \[\s*(?:[\d.]+\s+){2}([\d.]+)",
+    ),
+    (
+        "00_numpy_attention",
+        "the answer, 14.8, blends",
+        "14.8",
+        1,
+        r"scores x  1: .*-> value ([\d.]+)",
+    ),
+    (
+        "00_numpy_attention",
+        "almost exactly the first key's value, 10.",
+        "10",
+        0,
+        r"scores x 10: .*-> value ([\d.]+)",
+    ),
+    (
+        "00_numpy_attention",
+        "unscaled it gives 0.99 of its weight to itself",
+        "0.99",
+        2,
+        r"without scaling:\n(?:.*\n){3}.*?([\d.]+)\]\]",
+    ),
+    (
+        "00_numpy_attention",
+        "scaled it keeps 0.15 for `x1`",
+        "0.15",
+        2,
+        r"with scaling by sqrt\(6\):\n(?:.*\n){3}\s*\[\s*([\d.]+)",
+    ),
+    (
+        "00_numpy_attention",
+        "start with a standard deviation of about $1/3$",
+        "0.33",
+        2,
+        r"d_model=768, 12 heads: std of the scaled scores ([\d.]+)",
+    ),
+    (
+        "00_numpy_attention",
+        "agree to about 5 significant",
+        "5",
+        0,
+        r"significant digits that agree: about (\d+)",
+    ),
+    ("01_causal_attention", "sum to 1.1111", "1.1111", 4, r"1 / \(1 - 0.1\) = ([\d.]+)"),
+    (
+        "05_transformer_blocks",
+        "input (cosine 0.97)",
+        "0.97",
+        2,
+        r"with Add & Norm .*cosine with the input ([\d.]+)",
+    ),
+    (
+        "05_transformer_blocks",
+        "embedding (38.6M of 124.4M)",
+        "38.6",
+        1,
+        r"token embedding ([\d.]+)M of",
+    ),
+    (
+        "05_transformer_blocks",
+        "124,439,808 for GPT-2 small",
+        "124439808",
+        0,
+        r"small +768 +12 .* ([\d,]+)\n",
+    ),
+    (
+        "05_transformer_blocks",
+        "two thirds of each\nblock's parameters",
+        "67",
+        0,
+        r"feed-forward share of a block: ([\d.]+)%",
+    ),
+    (
+        "06_attention_cost",
+        "4,608\ntokens for GPT-2 small",
+        "4608",
+        0,
+        r"whole block: +crossover at n = 6d = ([\d,]+) tokens",
+    ),
+    (
+        "06_attention_cost",
+        "49,152 for a model of width 8,192",
+        "49152",
+        0,
+        r"d = 8192: +crossover at n = 6d = ([\d,]+) tokens",
+    ),
+    (
+        "06_attention_cost",
+        "counted work by about 100",
+        "100",
+        -1,
+        r"counted work grows (\d+)x",
+    ),
+    ("06_attention_cost", "(0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
+    (
+        "06_attention_cost",
+        "still\n768 GiB at 128k tokens",
+        "768",
+        0,
+        r"131,072 +[\d,.]+ GiB +([\d,.]+) GiB",
+    ),
+    (
+        "07_bug_zoo",
+        "standard deviation is 0.06 instead of 1",
+        "0.06",
+        2,
+        r"\n +1 \|.*\| +[\d.]+ +([\d.]+)\n",
+    ),
+]
+
+
+def text_outputs(cell: nbformat.NotebookNode) -> str:
+    """The stream and text/plain outputs of a code cell, joined."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            parts.append(output["text"])
+        elif "text/plain" in output.get("data", {}):
+            parts.append(output["data"]["text/plain"])
+    return "\n".join(parts)
+
+
+def nearby_outputs(cells: list, phrase: str) -> list[str]:
+    """Text outputs of the code cells within WINDOW cells of the markdown cell with ``phrase``."""
+    found = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and phrase in c.source]
+    assert len(found) == 1, f"the phrase {phrase!r} is in {len(found)} markdown cells, not 1"
+    lo, hi = max(0, found[0] - WINDOW), found[0] + WINDOW + 1
+    return [text_outputs(c) for c in cells[lo:hi] if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize(
+    ("notebook", "phrase", "figure", "decimals", "pattern"),
+    CLAIMS,
+    ids=[f"{c[0]}::{c[1][:40]}" for c in CLAIMS],
+)
+def test_prose_figure_is_printed_beside_it(notebook, phrase, figure, decimals, pattern):
+    cells = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4).cells
+    printed = [m for text in nearby_outputs(cells, phrase) if (m := re.search(pattern, text))]
+    assert printed, f"{notebook}: no output near {phrase!r} matches {pattern!r}"
+    value = float(printed[0].group(1).replace(",", ""))
+    assert round(value, decimals) == round(float(figure), decimals), (
+        f"{notebook}: the prose says {figure} ({phrase!r}), the output prints {value}"
+    )

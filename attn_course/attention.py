@@ -78,7 +78,7 @@ def scaled_dot_product_attention(
 
     A query whose keys are ALL hidden has nothing to attend to. Plain softmax would give
     0/0 = NaN there; this function returns zero weights and a zero context vector for such
-    rows instead, as PyTorch's fused kernel does in torch 2.13 (older releases returned NaN).
+    rows instead, as PyTorch's fused kernel also does in the pinned torch 2.13.
     """
     attn_scores = queries @ keys.transpose(-2, -1)  # (..., num_queries, num_keys)
     scaled = attn_scores / keys.shape[-1] ** 0.5

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NO_PYTHON = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+# The environment of a plain `make`, even when this suite runs under `make PYTHON=... test`.
+NO_PYTHON = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "MAKEFLAGS", "MFLAGS")}
 TEST_RUNNER = re.compile(r"\b(make|pytest|python[\d.]*|nbval|tox|nox|ruff)\b")
 
 

@@ -45,9 +45,9 @@ class KVCache:
         return keys, values
 
     def nbytes(self) -> int:
-        """Bytes held by the cached tensors."""
+        """Bytes of memory the cached tensors occupy (their storage, as allocated)."""
         stored = [t for t in self.keys + self.values if t is not None]
-        return sum(t.numel() * t.element_size() for t in stored)
+        return sum(t.untyped_storage().nbytes() for t in stored)
 
 
 def attend_cached(att: nn.Module, x: torch.Tensor, cache: KVCache, layer: int) -> torch.Tensor:

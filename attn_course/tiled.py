@@ -9,10 +9,22 @@ each (query block, key block) tile updates a running max, sum and weighted sum o
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+
 import numpy as np
 import torch
+from torch.profiler import ProfilerActivity, profile
 
-__all__ = ["online_softmax_update", "online_softmax", "attention_tile", "tiled_attention"]
+__all__ = [
+    "online_softmax_update",
+    "online_softmax",
+    "attention_tile",
+    "tiled_attention",
+    "peak_memory",
+]
 
 
 def online_softmax_update(m: float, s: float, block: np.ndarray) -> tuple[float, float]:
@@ -108,3 +120,37 @@ def tiled_attention(
             )
         context[..., q_start:q_end, :] = acc / s
     return context
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null: the profiler's C++ side logs each start and stop."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def peak_memory(fn: Callable[..., object], *args: object) -> int:
+    """Measured peak bytes of tensor memory alive during ``fn(*args)``, beyond what was before.
+
+    torch.profiler records every allocation and free (``profile_memory=True``), scratch
+    buffers inside an operator included; replayed in time order, their running sum peaks here.
+    """
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn(*args)
+    records = sorted(
+        (event.start_ns(), event.nbytes())
+        for event in prof.profiler.kineto_results.events()
+        if event.name() == "[memory]"
+    )
+    live = peak = 0
+    for _, change in records:
+        live += change
+        peak = max(peak, live)
+    return peak

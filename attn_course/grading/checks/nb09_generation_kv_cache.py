@@ -74,7 +74,6 @@ def check_repeat_kv(func: object) -> str:
 @register("kv_cache_bytes", NOTEBOOK, time_limit=5.0)
 def check_kv_cache_bytes(func: object) -> str:
     """``func(n_layers, num_kv_heads, head_dim, num_tokens, batch_size, bytes_per_element)``."""
-    message = ""
     for args in ((32, 8, 128, 1000, 3, 2), (12, 4, 64, 100, 5, 4), (1, 1, 1, 1, 1, 1)):
         want = kv_cache_bytes(*args)
         n_layers, _, _, _, batch_size, bytes_per_element = args
@@ -87,10 +86,10 @@ def check_kv_cache_bytes(func: object) -> str:
             want // 2: "the cache holds keys AND values: one of each per kv head, layer and "
             "token, a factor 2.",
         }
-        message = expect_answer(
+        expect_answer(
             call_pure(func, *args), want, f"kv_cache_bytes{args}", hints if want > 1 else {}
         )
-    return message
+    return "2 (key and value) x layers x kv heads x head_dim x tokens x batch x bytes."
 
 
 @torch.no_grad()

@@ -73,6 +73,8 @@ exercises: $(READY)
 bench: $(READY)
 	$(BIN)/python benchmarks/bench_attention.py
 	$(BIN)/python benchmarks/bench_widgets.py
+	$(BIN)/python benchmarks/bench_kv_cache.py
+	$(BIN)/python benchmarks/bench_tiled.py
 
 ## clean: delete the virtual environment and caches
 clean:

@@ -19,6 +19,7 @@ from .validation import check_config, check_heads, check_input, check_mask
 
 __all__ = [
     "causal_mask",
+    "sliding_window_mask",
     "padding_mask",
     "scaled_dot_product_attention",
     "split_heads",
@@ -36,6 +37,18 @@ def causal_mask(num_tokens: int) -> torch.Tensor:
     if num_tokens < 1:
         raise ValueError(f"num_tokens={num_tokens} must be at least 1.")
     return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
+
+
+def sliding_window_mask(num_tokens: int, window: int) -> torch.Tensor:
+    """Boolean (num_tokens, num_tokens) causal mask that also hides keys ``window`` or more back.
+
+    Query ``i`` sees keys ``i - window + 1 .. i`` (itself and the ``window - 1`` before it);
+    True = hidden, like ``causal_mask``. ``window >= num_tokens`` gives ``causal_mask``.
+    """
+    if window < 1:
+        raise ValueError(f"window={window} must be at least 1: a token always sees itself.")
+    too_old = torch.tril(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=-window)
+    return causal_mask(num_tokens) | too_old
 
 
 def padding_mask(lengths: torch.Tensor | list[int], num_tokens: int) -> torch.Tensor:

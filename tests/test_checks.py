@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch.nn.functional import scaled_dot_product_attention
 from wrong_implementations import WRONG
 
-from attn_course import attention, blocks, foundations, numpy_attention
+from attn_course import attention, blocks, foundations, generation, gqa, numpy_attention, tiled
 from attn_course.attention import merge_heads, split_heads
 from attn_course.grading import checks  # noqa: F401  (registers the checks)
 from attn_course.grading.registry import CHECKS, CheckFailed
@@ -22,6 +22,8 @@ NOTEBOOKS = [
     "05_transformer_blocks",
     "06_attention_cost",
     "07_bug_zoo",
+    "09_generation_kv_cache",
+    "10_tiled_attention",
 ]
 
 # The correct answers, from the package or worked out by hand in the comments.
@@ -62,6 +64,13 @@ REFERENCE = {
     "weightless_attention": foundations.weightless_attention,
     "cross_attention": foundations.MultiHeadCrossAttention,
     "bug_padding_mask_unsqueeze": foundations.MultiHeadCrossAttention,
+    "sliding_window_mask": attention.sliding_window_mask,
+    "repeat_kv": gqa.repeat_kv,
+    "kv_cache_bytes": gqa.kv_cache_bytes,
+    "attend_cached": generation.attend_cached,
+    "online_softmax_update": tiled.online_softmax_update,
+    "attention_tile": tiled.attention_tile,
+    "tiled_attention": tiled.tiled_attention,
 }
 
 REQUIRED_IDS = [

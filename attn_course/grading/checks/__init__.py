@@ -9,4 +9,6 @@ from . import (  # noqa: F401
     nb05_transformer_blocks,
     nb06_attention_cost,
     nb07_bug_zoo,
+    nb09_generation_kv_cache,
+    nb10_tiled_attention,
 )

@@ -1,0 +1,158 @@
+"""Autoregressive generation with the course's causal blocks, with and without a KV cache.
+
+``GPTModel`` is a GPT-2 style stack (token + position embeddings, ``TransformerBlock``s, a
+final norm, an output head) with the submodule names of LLMs-from-scratch, so a trained
+model's ``state_dict`` loads into it. ``generate`` picks the most likely next token (greedy)
+and can reuse the keys and values of earlier tokens from a ``KVCache``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .blocks import BlockConfig, LayerNorm, TransformerBlock
+from .gqa import GroupedQueryAttention, repeat_kv
+
+__all__ = ["GPTModel", "KVCache", "attend_cached", "generate"]
+
+
+class KVCache:
+    """The keys and values every layer has computed so far, one tensor pair per layer.
+
+    ``keys[layer]`` and ``values[layer]`` are (b, num_kv_heads, num_cached, head_dim), or
+    None before the first token.
+    """
+
+    def __init__(self, n_layers: int):
+        self.keys: list[torch.Tensor | None] = [None] * n_layers
+        self.values: list[torch.Tensor | None] = [None] * n_layers
+
+    def num_cached(self, layer: int) -> int:
+        """How many tokens ``layer`` holds: the position of the next new token."""
+        keys = self.keys[layer]
+        return 0 if keys is None else keys.shape[2]
+
+    def update(
+        self, layer: int, keys: torch.Tensor, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append the new tokens' keys and values; return all of them (cached + new)."""
+        if self.keys[layer] is not None:
+            keys = torch.cat([self.keys[layer], keys], dim=2)  # (b, kv_heads, all, head_dim)
+            values = torch.cat([self.values[layer], values], dim=2)  # (b, kv_heads, all, head_dim)
+        self.keys[layer], self.values[layer] = keys, values
+        return keys, values
+
+    def nbytes(self) -> int:
+        """Bytes of memory the cached tensors occupy (their storage, as allocated)."""
+        stored = [t for t in self.keys + self.values if t is not None]
+        return sum(t.untyped_storage().nbytes() for t in stored)
+
+
+def attend_cached(att: nn.Module, x: torch.Tensor, cache: KVCache, layer: int) -> torch.Tensor:
+    """Causal attention of the NEW tokens ``x`` (b, num_new, d_in) over cached + new tokens.
+
+    ``att`` is a ``MultiHeadAttention`` or ``GroupedQueryAttention``: its weights are used,
+    its forward is not. The new keys and values are appended to ``cache``.
+    """
+    num_new = x.shape[1]
+    start = cache.num_cached(layer)  # position of the first new token
+    if start + num_new > att.context_length:
+        raise ValueError(
+            f"{start} cached + {num_new} new tokens exceed context_length={att.context_length}."
+        )
+    num_kv_heads = getattr(att, "num_kv_groups", att.num_heads)
+    queries = split_heads(att.W_query(x), att.num_heads)  # (b, num_heads, num_new, head_dim)
+    keys = split_heads(att.W_key(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
+    values = split_heads(att.W_value(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
+    keys, values = cache.update(layer, keys, values)  # (b, num_kv_heads, start + num_new, head_dim)
+    group_size = att.num_heads // num_kv_heads
+    keys = repeat_kv(keys, group_size)  # (b, num_heads, start + num_new, head_dim)
+    values = repeat_kv(values, group_size)  # (b, num_heads, start + num_new, head_dim)
+    # The new queries are rows start .. start + num_new - 1 of the causal mask.
+    mask = att.mask[start : start + num_new, : start + num_new]
+    context_vec, _ = scaled_dot_product_attention(queries, keys, values, mask)
+    return att.out_proj(merge_heads(context_vec))  # (b, num_new, d_out)
+
+
+class GPTModel(nn.Module):
+    """Token and position embeddings, ``n_layers`` pre-LN ``TransformerBlock``s, a head.
+
+    With ``num_kv_groups`` every block's attention becomes a ``GroupedQueryAttention`` of the
+    same size. ``forward(idx, cache)`` with a ``KVCache`` reads only the NEW tokens ``idx``:
+    their positions continue after the cached ones.
+    """
+
+    def __init__(
+        self, cfg: BlockConfig, vocab_size: int, n_layers: int, num_kv_groups: int | None = None
+    ):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(vocab_size, cfg.emb_dim)
+        self.pos_emb = nn.Embedding(cfg.context_length, cfg.emb_dim)
+        self.drop_emb = nn.Dropout(cfg.drop_rate)
+        self.trf_blocks = nn.ModuleList([TransformerBlock(cfg) for _ in range(n_layers)])
+        if num_kv_groups is not None:
+            for block in self.trf_blocks:
+                block.att = GroupedQueryAttention(
+                    cfg.emb_dim,
+                    cfg.emb_dim,
+                    cfg.context_length,
+                    cfg.drop_rate,
+                    cfg.n_heads,
+                    num_kv_groups,
+                    cfg.qkv_bias,
+                )
+        self.final_norm = LayerNorm(cfg.emb_dim)
+        self.out_head = nn.Linear(cfg.emb_dim, vocab_size, bias=False)
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Token ids (b, num_new) -> logits (b, num_new, vocab_size)."""
+        num_new = idx.shape[1]
+        start = 0 if cache is None else cache.num_cached(0)
+        if start + num_new > self.cfg.context_length:
+            raise ValueError(
+                f"{start + num_new} tokens exceed context_length={self.cfg.context_length}."
+            )
+        positions = torch.arange(start, start + num_new)  # continue after the cached tokens
+        x = self.drop_emb(self.tok_emb(idx) + self.pos_emb(positions))  # (b, num_new, emb_dim)
+        for layer, block in enumerate(self.trf_blocks):
+            if cache is None:
+                x = block(x)
+            else:  # TransformerBlock.forward with the attention reading the cache
+                attended = attend_cached(block.att, block.norm1(x), cache, layer)
+                x = x + block.drop_shortcut(attended)  # (b, num_new, emb_dim)
+                x = x + block.drop_shortcut(block.ff(block.norm2(x)))  # (b, num_new, emb_dim)
+        return self.out_head(self.final_norm(x))  # (b, num_new, vocab_size)
+
+
+@torch.no_grad()
+def generate(
+    model: GPTModel, idx: torch.Tensor, max_new_tokens: int, use_cache: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy generation: append the most likely token ``max_new_tokens`` times.
+
+    Args:
+        model: a ``GPTModel`` (put it in eval mode first).
+        idx: the prompt's token ids, (b, num_tokens).
+        max_new_tokens: how many tokens to append.
+        use_cache: keep the keys and values in a ``KVCache`` and feed only the newest token;
+            without it the whole sequence goes through the model at every step.
+
+    Returns:
+        ``(tokens, logits)``: (b, num_tokens + max_new_tokens) ids and the (b,
+        max_new_tokens, vocab_size) logits each new token was picked from.
+    """
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens={max_new_tokens} must be at least 1.")
+    cache = KVCache(len(model.trf_blocks)) if use_cache else None
+    new_input, steps = idx, []
+    for _ in range(max_new_tokens):
+        logits = model(new_input, cache) if use_cache else model(idx)  # (b, *, vocab_size)
+        logits = logits[:, -1]  # (b, vocab_size): the prediction after the last token
+        next_token = logits.argmax(dim=-1, keepdim=True)  # (b, 1)
+        idx = torch.cat([idx, next_token], dim=1)  # (b, num_tokens + 1)
+        new_input = next_token
+        steps.append(logits)
+    return idx, torch.stack(steps, dim=1)

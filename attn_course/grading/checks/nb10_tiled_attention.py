@@ -1,0 +1,212 @@
+"""Checks of 10_tiled_attention: an online-softmax step, one attention tile, tiled attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ...tiled import attention_tile, online_softmax_update, tiled_attention
+from ..expect import call_pure, expect_close, randn
+from ..registry import CheckFailed, register
+
+NOTEBOOK = "10_tiled_attention"
+
+
+def _softmax_step_with(mistake: str, m: float, s: float, block: np.ndarray) -> tuple:
+    """``online_softmax_update`` with ``mistake`` built in."""
+    m_new = max(m, float(np.max(block)))
+    if mistake == "no_rescale":
+        return m_new, s + float(np.sum(np.exp(block - m_new)))
+    if mistake == "rescale_inverted":
+        with np.errstate(invalid="ignore", over="ignore"):  # 0 * exp(inf) at the first block
+            return m_new, s * np.exp(m_new - m) + float(np.sum(np.exp(block - m_new)))
+    return m_new, s * np.exp(m - m_new) + float(np.sum(np.exp(block - m)))  # "old_max"
+
+
+SOFTMAX_HINTS = {
+    "no_rescale": "forgot to rescale the running sum: when the max grows from m to m_new, "
+    "every term already in s was computed against the old max; multiply s by "
+    "exp(m - m_new) before adding the new terms.",
+    "rescale_inverted": "the rescale factor is upside down: it is exp(m - m_new) (at most 1), "
+    "not exp(m_new - m).",
+    "old_max": "the new terms must be exp(block - m_new), relative to the NEW max.",
+}
+
+
+@register("online_softmax_update", NOTEBOOK, time_limit=5.0)
+def check_online_softmax_update(func: object) -> str:
+    """``func(m, s, block)`` -> the new (m, s), streamed over rows whose max grows late."""
+    rng = np.random.default_rng(330)
+    rows = [
+        np.array([1.0, 3.0, 2.0, 5.0]),
+        rng.normal(scale=5, size=11),
+        np.sort(rng.normal(size=9)),
+    ]
+    for row in rows:
+        for block_size in (1, 3):
+            m, s = -np.inf, 0.0
+            mistakes = dict.fromkeys(SOFTMAX_HINTS, (-np.inf, 0.0))
+            for start in range(0, row.size, block_size):
+                block = row[start : start + block_size]
+                what = f"after streaming {np.round(row[: start + block.size], 3).tolist()}"
+                got = call_pure(func, m, s, block.copy())
+                mistakes = {
+                    name: _softmax_step_with(name, *mistakes[name], block) for name in mistakes
+                }
+                m, s = online_softmax_update(m, s, block)
+                if not (isinstance(got, tuple | list) and len(got) == 2):
+                    raise CheckFailed(f"return the pair (m_new, s_new), got {got!r}.")
+                if not np.isclose(float(got[0]), m, rtol=1e-9):
+                    raise CheckFailed(
+                        f"{what}: m = {float(got[0]):.4f}, expected {m:.4f}: "
+                        "the running max is max(m, max(block))."
+                    )
+                if not np.isclose(float(got[1]), s, rtol=1e-9):
+                    for name, (_, wrong_s) in mistakes.items():
+                        if np.isclose(float(got[1]), wrong_s, rtol=1e-9):
+                            raise CheckFailed(f"{what}: {SOFTMAX_HINTS[name]}")
+                    raise CheckFailed(f"{what}: s = {float(got[1]):.4f}, expected {s:.4f}.")
+    return "the running max and sum equal the two-pass ones after every block."
+
+
+def _tile_with(mistake: str, q, k, v, m, s, acc, mask=None) -> tuple:
+    """``attention_tile`` with ``mistake`` built in."""
+    scores = q @ k.transpose(-2, -1)  # (..., block_q, block_k)
+    if mask is not None and mistake != "mask_ignored":
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    p = torch.exp(scores - m_new)
+    rescale = torch.exp(m - m_new)
+    s_new = (s if mistake == "sum_not_rescaled" else s * rescale) + p.sum(dim=-1, keepdim=True)
+    acc_new = (acc if mistake == "acc_not_rescaled" else acc * rescale) + p @ v
+    return m_new, s_new, acc_new
+
+
+TILE_HINTS = {
+    "sum_not_rescaled": "forgot to rescale the running sum s by exp(m - m_new) when the max grows.",
+    "acc_not_rescaled": "forgot to rescale acc: the weighted sum of values so far was computed "
+    "against the old max too; multiply it by exp(m - m_new), like s.",
+    "mask_ignored": "the mask is not applied: fill the hidden scores with -inf before exp.",
+}
+
+
+@register("attention_tile", NOTEBOOK, time_limit=5.0)
+def check_attention_tile(func: object) -> str:
+    """``func(queries, keys, values, m, s, acc, mask=None)`` -> the updated (m, s, acc)."""
+    for i, (lead, block_q, block_k, head_dim, d_v, masked) in enumerate(
+        [((2, 3), 4, 5, 8, 6, False), ((1,), 3, 3, 4, 4, True), ((2,), 5, 2, 8, 3, False)]
+    ):
+        q = randn(*lead, block_q, head_dim, seed=340 + i)
+        k0, k1 = (
+            randn(*lead, block_k, head_dim, seed=350 + i),
+            randn(*lead, block_k, head_dim, seed=360 + i) * 3,
+        )
+        v0, v1 = randn(*lead, block_k, d_v, seed=370 + i), randn(*lead, block_k, d_v, seed=380 + i)
+        mask = torch.ones(block_q, block_k, dtype=torch.bool).triu(diagonal=1) if masked else None
+        m = torch.full((*lead, block_q, 1), -torch.inf)
+        state = attention_tile(q, k0, v0, m, torch.zeros(m.shape), torch.zeros(*lead, block_q, d_v))
+        want = attention_tile(q, k1, v1, *state, mask)  # the larger keys raise the max
+        got = call_pure(func, q, k1, v1, *state, mask)
+        if not (isinstance(got, tuple | list) and len(got) == 3):
+            raise CheckFailed("return the triple (m_new, s_new, acc_new).")
+        variants = {name: _tile_with(name, q, k1, v1, *state, mask) for name in TILE_HINTS}
+        what = f"the second tile for queries {tuple(q.shape)} and keys {tuple(k1.shape)}" + (
+            " with a mask" if masked else ""
+        )
+        for index, name in enumerate(("m_new", "s_new", "acc_new")):
+            expect_close(
+                got[index],
+                want[index],
+                f"{name} of {what}",
+                {mistake: variant[index] for mistake, variant in variants.items()},
+                TILE_HINTS,
+            )
+    return "one tile updates the running max, sum and weighted sum of values correctly."
+
+
+class _LargestOutput(TorchDispatchMode):
+    """Records the largest number of elements of any tensor an operator returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+def _tiled_with(mistake: str, q, k, v, causal: bool, block_size: int) -> torch.Tensor:
+    """Causal ``tiled_attention`` with ``mistake`` in the choice of key blocks or their mask."""
+    num_queries, num_keys = q.shape[-2], k.shape[-2]
+    q = q / k.shape[-1] ** 0.5
+    context = torch.zeros(*q.shape[:-1], v.shape[-1])
+    for q_start in range(0, num_queries, block_size):
+        q_end = min(q_start + block_size, num_queries)
+        m = torch.full((*q.shape[:-2], q_end - q_start, 1), -torch.inf)
+        s, acc = torch.zeros(m.shape), torch.zeros(*m.shape[:-1], v.shape[-1])
+        k_stop = min(q_end, num_keys)
+        if mistake == "diagonal_skipped":
+            k_stop = min(q_start, num_keys)
+        for k_start in range(0, k_stop, block_size):
+            k_end = min(k_start + block_size, num_keys)
+            mask = torch.arange(k_start, k_end)[None, :] > torch.arange(q_start, q_end)[:, None]
+            if mistake == "diagonal_unmasked":
+                mask = None
+            kb, vb = k[..., k_start:k_end, :], v[..., k_start:k_end, :]
+            m, s, acc = attention_tile(q[..., q_start:q_end, :], kb, vb, m, s, acc, mask)
+        context[..., q_start:q_end, :] = acc / s
+    return context
+
+
+@register("tiled_attention", NOTEBOOK, time_limit=15.0)
+def check_tiled_attention(func: object) -> str:
+    """``func(queries, keys, values, causal, block_size)`` without an (nq, nk) tensor."""
+    shapes = [  # (lead dims, num_queries, num_keys, head_dim, d_v, block_size)
+        ((2, 2), 16, 16, 8, 8, 4),
+        ((1, 3), 21, 21, 8, 5, 8),
+        ((2,), 7, 7, 4, 4, 16),
+        ((1, 2), 10, 23, 8, 8, 4),
+        ((1, 1), 33, 33, 4, 4, 33),
+    ]
+    for i, (lead, nq, nk, head_dim, d_v, block_size) in enumerate(shapes):
+        q, k = randn(*lead, nq, head_dim, seed=390 + i), randn(*lead, nk, head_dim, seed=400 + i)
+        v = randn(*lead, nk, d_v, seed=410 + i)
+        for causal in (False, True):
+            want = tiled_attention(q, k, v, causal, block_size)
+            with _LargestOutput() as largest:
+                got = call_pure(func, q, k, v, causal, block_size)
+            what = (
+                f"tiled_attention(queries {tuple(q.shape)}, keys {tuple(k.shape)}, "
+                f"causal={causal}, block_size={block_size})"
+            )
+            mistakes = {}
+            if causal:
+                mistakes = {
+                    name: _tiled_with(name, q, k, v, causal, block_size)
+                    for name in ("diagonal_skipped", "diagonal_unmasked")
+                }
+            expect_close(
+                got,
+                want,
+                what,
+                mistakes,
+                {
+                    "diagonal_skipped": "a causal block skipped wrongly: the key block on the "
+                    "diagonal (same positions as the query block) holds each query's own key "
+                    "and the ones just before it; visit key blocks up to the query block's END.",
+                    "diagonal_unmasked": "the diagonal tile is not masked: inside it, keys "
+                    "after a query are the future; mask them (key position > query position).",
+                },
+            )
+            if largest.largest >= q[..., 0].numel() * nk and nq * nk > block_size**2:
+                raise CheckFailed(
+                    f"{what}: right values, but an operator built a tensor with "
+                    f"{largest.largest} elements, as large as all the (num_queries, num_keys) "
+                    "scores: work on one (block_size, block_size) tile at a time."
+                )
+    return "tiled attention equals full attention, causal or not, for any length and block size."

@@ -1,0 +1,156 @@
+"""Attention that never builds the n x n matrix: online softmax and tiled attention.
+
+The softmax of a row needs its maximum and the sum of exponentials. ``online_softmax``
+streams over the row once, keeping a running max ``m`` and a running sum ``s`` of
+``exp(x - m)``; when the max grows, the sum so far is rescaled by ``exp(m_old - m_new)``.
+``tiled_attention`` does the same per query over blocks of keys (the FlashAttention idea):
+each (query block, key block) tile updates a running max, sum and weighted sum of values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+__all__ = [
+    "online_softmax_update",
+    "online_softmax",
+    "attention_tile",
+    "tiled_attention",
+    "peak_memory",
+]
+
+
+def online_softmax_update(m: float, s: float, block: np.ndarray) -> tuple[float, float]:
+    """Fold a block of scores into the running max ``m`` and sum ``s`` of exp(x - m)."""
+    m_new = max(m, float(np.max(block)))
+    s_new = s * np.exp(m - m_new) + float(np.sum(np.exp(block - m_new)))  # rescale, then add
+    return m_new, s_new
+
+
+def online_softmax(x: np.ndarray, block_size: int = 1) -> np.ndarray:
+    """Softmax of the 1-D ``x``: one streaming pass for the max and sum, then normalise."""
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}.")
+    m, s = -np.inf, 0.0
+    for start in range(0, x.size, block_size):
+        m, s = online_softmax_update(m, s, x[start : start + block_size])
+    return np.exp(x - m) / s
+
+
+def attention_tile(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    m: torch.Tensor,
+    s: torch.Tensor,
+    acc: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Fold one key block into a query block's running statistics.
+
+    Args:
+        queries: (..., block_q, head_dim), already multiplied by 1/sqrt(head_dim).
+        keys, values: (..., block_k, head_dim) and (..., block_k, d_v).
+        m: (..., block_q, 1) running max of each query's scores (-inf before any key).
+        s: (..., block_q, 1) running sum of exp(score - m).
+        acc: (..., block_q, d_v) running sum of exp(score - m) * value.
+        mask: optional boolean (block_q, block_k), True = hidden.
+
+    Returns:
+        The updated ``(m, s, acc)``; the block's context is ``acc / s`` after the last key block.
+    """
+    scores = queries @ keys.transpose(-2, -1)  # (..., block_q, block_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., block_q, 1)
+    p = torch.exp(scores - m_new)  # (..., block_q, block_k): unnormalised weights
+    rescale = torch.exp(m - m_new)  # (..., block_q, 1): old statistics to the new max
+    s = s * rescale + p.sum(dim=-1, keepdim=True)  # (..., block_q, 1)
+    acc = acc * rescale + p @ values  # (..., block_q, d_v)
+    return m_new, s, acc
+
+
+def tiled_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    causal: bool = False,
+    block_size: int = 64,
+) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(head_dim)) V computed tile by tile; no (num_queries, num_keys) tensor.
+
+    Args:
+        queries: (..., num_queries, head_dim)
+        keys: (..., num_keys, head_dim)
+        values: (..., num_keys, d_v)
+        causal: query ``i`` sees keys ``0 .. i`` (as ``is_causal=True`` of
+            ``F.scaled_dot_product_attention``); key blocks wholly in the future are skipped.
+        block_size: queries and keys per tile.
+
+    Returns:
+        The context, (..., num_queries, d_v).
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size={block_size} must be at least 1.")
+    num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+    queries = queries / keys.shape[-1] ** 0.5  # scale once, not once per tile
+    context = queries.new_empty(*queries.shape[:-1], values.shape[-1])  # (..., num_queries, d_v)
+    for q_start in range(0, num_queries, block_size):
+        q_end = min(q_start + block_size, num_queries)
+        q_block = queries[..., q_start:q_end, :]  # (..., block_q, head_dim)
+        m = q_block.new_full((*q_block.shape[:-1], 1), -torch.inf)  # (..., block_q, 1)
+        s = q_block.new_zeros(m.shape)  # (..., block_q, 1)
+        acc = q_block.new_zeros(*q_block.shape[:-1], values.shape[-1])  # (..., block_q, d_v)
+        k_stop = min(q_end, num_keys) if causal else num_keys  # later keys are all in the future
+        for k_start in range(0, k_stop, block_size):
+            k_end = min(k_start + block_size, num_keys)
+            mask = None
+            if causal and k_end > q_start + 1:  # the tile reaches past some query: mask it
+                rows = torch.arange(q_start, q_end)[:, None]
+                mask = torch.arange(k_start, k_end)[None, :] > rows  # (block_q, block_k)
+            m, s, acc = attention_tile(
+                q_block, keys[..., k_start:k_end, :], values[..., k_start:k_end, :], m, s, acc, mask
+            )
+        context[..., q_start:q_end, :] = acc / s
+    return context
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null: the profiler's C++ side logs each start and stop."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def peak_memory(fn: Callable[..., object], *args: object) -> int:
+    """Measured peak bytes of tensor memory alive during ``fn(*args)``, beyond what was before.
+
+    torch.profiler records every allocation and free (``profile_memory=True``), scratch
+    buffers inside an operator included; replayed in time order, their running sum peaks here.
+    """
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn(*args)
+    records = sorted(
+        (event.start_ns(), event.nbytes())
+        for event in prof.profiler.kineto_results.events()
+        if event.name() == "[memory]"
+    )
+    live = peak = 0
+    for _, change in records:
+        live += change
+        peak = max(peak, live)
+    return peak

@@ -1,0 +1,190 @@
+"""Generation with and without the KV cache, grouped-query attention, the sliding-window mask."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attn_course.attention import MultiHeadAttention, causal_mask, sliding_window_mask
+from attn_course.blocks import BlockConfig, count_parameters
+from attn_course.generation import GPTModel, KVCache, attend_cached, generate
+from attn_course.gqa import (
+    PUBLISHED_CONFIGS,
+    GroupedQueryAttention,
+    attention_parameters,
+    kv_cache_bytes,
+    repeat_kv,
+)
+
+CFG = BlockConfig(emb_dim=32, context_length=64, n_heads=4, drop_rate=0.1)
+VOCAB = 50
+
+
+def model(num_kv_groups: int | None = None, seed: int = 0) -> GPTModel:
+    torch.manual_seed(seed)
+    return GPTModel(CFG, VOCAB, n_layers=3, num_kv_groups=num_kv_groups).eval()
+
+
+@pytest.mark.parametrize("num_kv_groups", [None, 4, 2, 1])
+def test_cached_generation_equals_uncached(num_kv_groups):
+    gpt = model(num_kv_groups)
+    prompt = torch.randint(0, VOCAB, (2, 5), generator=torch.Generator().manual_seed(1))
+    tokens, logits = generate(gpt, prompt, max_new_tokens=30, use_cache=True)
+    tokens_ref, logits_ref = generate(gpt, prompt, max_new_tokens=30, use_cache=False)
+    assert tokens.shape == (2, 35) and logits.shape == (2, 30, VOCAB)
+    assert torch.equal(tokens[:, :5], prompt)
+    assert torch.equal(tokens, tokens_ref)
+    torch.testing.assert_close(logits, logits_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_chunked_prefill_gives_the_logits_of_one_pass():
+    gpt = model()
+    idx = torch.randint(0, VOCAB, (1, 20), generator=torch.Generator().manual_seed(2))
+    cache = KVCache(3)
+    chunks = [gpt(idx[:, :7], cache), gpt(idx[:, 7:8], cache), gpt(idx[:, 8:], cache)]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), gpt(idx), rtol=1e-4, atol=1e-5)
+    assert [cache.num_cached(layer) for layer in range(3)] == [20, 20, 20]
+
+
+def test_earlier_keys_never_change_when_tokens_are_appended():
+    gpt = model()
+    idx = torch.randint(0, VOCAB, (1, 12), generator=torch.Generator().manual_seed(3))
+    short, full = KVCache(3), KVCache(3)
+    gpt(idx[:, :8], short)
+    gpt(idx, full)
+    for layer in range(3):
+        torch.testing.assert_close(full.keys[layer][:, :, :8], short.keys[layer])
+        torch.testing.assert_close(full.values[layer][:, :, :8], short.values[layer])
+
+
+def test_cache_holds_kv_heads_and_its_bytes_match_the_formula():
+    for num_kv_groups in (4, 2, 1):
+        gpt = model(num_kv_groups)
+        cache = KVCache(3)
+        gpt(torch.zeros(2, 10, dtype=torch.long), cache)
+        assert cache.keys[0].shape == (2, num_kv_groups, 10, CFG.emb_dim // CFG.n_heads)
+        head_dim = CFG.emb_dim // CFG.n_heads
+        # 3 layers x (key + value) x kv heads x head_dim x 10 tokens x 2 sequences x 4 bytes
+        assert cache.nbytes() == 3 * 2 * num_kv_groups * head_dim * 10 * 2 * 4
+        assert cache.nbytes() == kv_cache_bytes(3, num_kv_groups, head_dim, 10, 2, 4)
+
+
+def test_position_and_context_errors():
+    gpt = model()
+    with pytest.raises(ValueError, match="context_length=64"):
+        gpt(torch.zeros(1, 65, dtype=torch.long))
+    cache = KVCache(3)
+    gpt(torch.zeros(1, 60, dtype=torch.long), cache)
+    with pytest.raises(ValueError, match="exceed context_length"):
+        gpt(torch.zeros(1, 5, dtype=torch.long), cache)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generate(gpt, torch.zeros(1, 3, dtype=torch.long), 0)
+
+
+def test_attend_cached_one_token_at_a_time_equals_the_module():
+    torch.manual_seed(4)
+    att = MultiHeadAttention(16, 16, 10, 0.0, 2).eval()
+    x = torch.randn(2, 10, 16)
+    cache = KVCache(1)
+    steps = [attend_cached(att, x[:, i : i + 1], cache, 0) for i in range(10)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), att(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_gqa_with_one_group_per_head_equals_mha(qkv_bias):
+    torch.manual_seed(5)
+    mha = MultiHeadAttention(12, 24, 9, 0.0, 4, qkv_bias).eval()
+    gqa = GroupedQueryAttention(12, 24, 9, 0.0, 4, 4, qkv_bias).eval()
+    gqa.load_state_dict(mha.state_dict())
+    x = torch.randn(3, 9, 12)
+    torch.testing.assert_close(gqa(x), mha(x))
+    torch.testing.assert_close(gqa.attn_weights, mha.attn_weights)
+
+
+def test_gqa_shares_kv_heads_within_a_group():
+    """With 2 groups of 2 heads, MHA whose heads 0,1 (and 2,3) share key/value weights."""
+    torch.manual_seed(6)
+    gqa = GroupedQueryAttention(8, 8, 5, 0.0, 4, 2).eval()
+    mha = MultiHeadAttention(8, 8, 5, 0.0, 4).eval()
+    head_dim = 2
+    with torch.no_grad():
+        mha.W_query.weight.copy_(gqa.W_query.weight)
+        mha.out_proj.load_state_dict(gqa.out_proj.state_dict())
+        for name in ("W_key", "W_value"):
+            groups = getattr(gqa, name).weight.view(2, head_dim, 8)  # (groups, head_dim, d_in)
+            # heads 0, 1 read group 0; heads 2, 3 read group 1
+            getattr(mha, name).weight.copy_(groups[[0, 0, 1, 1]].reshape(8, 8))
+    x = torch.randn(2, 5, 8)
+    torch.testing.assert_close(gqa(x), mha(x))
+
+
+def test_repeat_kv_puts_each_groups_copies_next_to_each_other():
+    x = torch.arange(2.0).view(1, 2, 1, 1)  # two kv heads holding 0 and 1
+    assert repeat_kv(x, 3).flatten().tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_gqa_validates_its_sizes():
+    with pytest.raises(ValueError, match="num_heads=4 is not divisible by num_kv_groups=3"):
+        GroupedQueryAttention(8, 8, 5, 0.0, 4, 3)
+    with pytest.raises(ValueError, match="num_kv_groups=0"):
+        GroupedQueryAttention(8, 8, 5, 0.0, 4, 0)
+    with pytest.raises(ValueError, match="not divisible by num_heads"):
+        GroupedQueryAttention(8, 6, 5, 0.0, 4, 2)
+    with pytest.raises(ValueError, match="num_tokens=6"):
+        GroupedQueryAttention(8, 8, 5, 0.0, 4, 2)(torch.randn(1, 6, 8))
+
+
+@pytest.mark.parametrize("config", PUBLISHED_CONFIGS, ids=lambda c: c.name)
+def test_attention_parameter_formula_counts_the_module(config):
+    with torch.device("meta"):
+        module = GroupedQueryAttention(
+            config.d_model,
+            config.num_heads * config.head_dim,
+            1,
+            0.0,
+            config.num_heads,
+            config.num_kv_heads,
+            config.qkv_bias,
+        )
+    assert config.num_heads * config.head_dim == config.d_model
+    assert count_parameters(module) == attention_parameters(
+        config.d_model, config.num_heads, config.num_kv_heads, config.qkv_bias
+    )
+
+
+def test_published_cache_sizes():
+    by_name = {c.name: c for c in PUBLISHED_CONFIGS}
+    # Known figures: Llama-2-7B keeps 0.5 MiB per token in fp16, Llama-3-8B 128 KiB.
+    llama2, llama3 = by_name["Llama-2-7B"], by_name["Llama-3-8B"]
+    assert kv_cache_bytes(llama2.n_layers, llama2.num_kv_heads, llama2.head_dim) == 2**19
+    assert kv_cache_bytes(llama3.n_layers, llama3.num_kv_heads, llama3.head_dim) == 2**17
+    gpt2 = by_name["GPT-2 small"]
+    assert kv_cache_bytes(gpt2.n_layers, gpt2.num_kv_heads, gpt2.head_dim) == 36 * 2**10
+
+
+def test_gpt2_small_parameter_count_on_meta():
+    cfg = BlockConfig(emb_dim=768, context_length=1024, n_heads=12, qkv_bias=True)
+    with torch.device("meta"):
+        gpt2 = GPTModel(cfg, vocab_size=50257, n_layers=12)
+    # 124,439,808: the published GPT-2 small size, output head tied to the token embedding.
+    assert count_parameters(gpt2) - gpt2.out_head.weight.numel() == 124_439_808
+
+
+def test_sliding_window_mask():
+    mask = sliding_window_mask(5, 2)
+    expected = torch.tensor(
+        [
+            [0, 1, 1, 1, 1],
+            [0, 0, 1, 1, 1],
+            [1, 0, 0, 1, 1],
+            [1, 1, 0, 0, 1],
+            [1, 1, 1, 0, 0],
+        ],
+        dtype=torch.bool,
+    )
+    assert torch.equal(mask, expected)
+    assert torch.equal(sliding_window_mask(6, 6), causal_mask(6))
+    assert torch.equal(sliding_window_mask(6, 100), causal_mask(6))
+    assert (~sliding_window_mask(40, 7)).sum(dim=-1).max() == 7
+    with pytest.raises(ValueError, match="window=0"):
+        sliding_window_mask(4, 0)

@@ -1,0 +1,116 @@
+"""Online softmax (NumPy) and tiled attention (PyTorch) equal their one-shot versions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_course.attention import causal_mask, scaled_dot_product_attention
+from attn_course.tiled import attention_tile, online_softmax, online_softmax_update, tiled_attention
+
+
+def two_pass_softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 7, 100])
+def test_online_softmax_equals_two_pass(block_size):
+    rng = np.random.default_rng(block_size)
+    for size in (1, 5, 17):
+        x = rng.normal(scale=10.0, size=size)
+        np.testing.assert_allclose(online_softmax(x, block_size), two_pass_softmax(x), rtol=1e-12)
+
+
+def test_online_softmax_survives_large_scores():
+    x = np.array([1000.0, 1001.0, 999.0, -1000.0])  # exp(1000) overflows without the max
+    np.testing.assert_allclose(online_softmax(x), two_pass_softmax(x), rtol=1e-12)
+
+
+def test_online_softmax_update_by_hand():
+    # After [1, 3]: m = 3, s = e^-2 + 1. Adding [2] keeps m = 3 and adds e^-1.
+    m, s = online_softmax_update(-np.inf, 0.0, np.array([1.0, 3.0]))
+    m, s = online_softmax_update(m, s, np.array([2.0]))
+    assert m == 3.0
+    assert s == pytest.approx(np.exp(-2) + 1 + np.exp(-1))
+    # A new max rescales the old sum: adding [5] gives m = 5, s = (old s) * e^-2 + 1.
+    m2, s2 = online_softmax_update(m, s, np.array([5.0]))
+    assert m2 == 5.0
+    assert s2 == pytest.approx(s * np.exp(-2) + 1)
+
+
+def test_online_softmax_rejects_bad_rows():
+    with pytest.raises(ValueError, match="1-D"):
+        online_softmax(np.zeros((2, 2)))
+
+
+SHAPES = [  # (b, num_heads, num_queries, num_keys, head_dim, d_v, block_size)
+    (1, 1, 1, 1, 4, 4, 16),
+    (2, 3, 17, 17, 8, 8, 4),
+    (1, 2, 64, 64, 16, 16, 16),
+    (2, 1, 65, 65, 16, 16, 16),
+    (1, 4, 100, 100, 32, 32, 33),
+    (1, 2, 31, 31, 8, 8, 64),
+    (3, 2, 10, 23, 8, 5, 4),
+    (1, 1, 23, 10, 8, 8, 3),
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_tiled_equals_fused_and_course_attention(shape, causal):
+    b, h, nq, nk, d, dv, block_size = shape
+    g = torch.Generator().manual_seed(nq * 100 + nk)
+    q, k = torch.randn(b, h, nq, d, generator=g), torch.randn(b, h, nk, d, generator=g)
+    v = torch.randn(b, h, nk, dv, generator=g) * 3
+    got = tiled_attention(q, k, v, causal=causal, block_size=block_size)
+    fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.testing.assert_close(got, fused, rtol=1e-5, atol=1e-5)
+    mask = torch.ones(nq, nk, dtype=torch.bool).triu(diagonal=1) if causal else None
+    course, _ = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(got, course, rtol=1e-5, atol=1e-5)
+
+
+def test_tiled_handles_large_scores_and_3d_inputs():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 40, 8, generator=g) for _ in range(3))
+    q = q * 30  # scores in the hundreds: exp overflows without the running max
+    got = tiled_attention(q, k, v, causal=True, block_size=7)
+    want, _ = scaled_dot_product_attention(q, k, v, causal_mask(40))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tiled_backward_matches():
+    g = torch.Generator().manual_seed(1)
+    inputs = [torch.randn(1, 2, 20, 8, generator=g, requires_grad=True) for _ in range(3)]
+    tiled_attention(*inputs, causal=True, block_size=6).square().sum().backward()
+    tiled_grads = [t.grad.clone() for t in inputs]
+    for t in inputs:
+        t.grad = None
+    F.scaled_dot_product_attention(*inputs, is_causal=True).square().sum().backward()
+    for mine, ref in zip(tiled_grads, (t.grad for t in inputs), strict=True):
+        torch.testing.assert_close(mine, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_one_tile_equals_attention_over_its_keys():
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (
+        torch.randn(3, 5, 4, generator=g),
+        torch.randn(3, 6, 4, generator=g),
+        torch.randn(3, 6, 7, generator=g),
+    )
+    m0 = torch.full((3, 5, 1), -torch.inf)
+    s0, acc0 = torch.zeros(3, 5, 1), torch.zeros(3, 5, 7)
+    m, s, acc = attention_tile(q, k[:, :4], v[:, :4], m0, s0, acc0)
+    m, s, acc = attention_tile(q, k[:, 4:], v[:, 4:], m, s, acc)
+    want = torch.softmax(q @ k.transpose(1, 2), dim=-1) @ v
+    torch.testing.assert_close(acc / s, want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(m, (q @ k.transpose(1, 2)).amax(-1, keepdim=True))
+
+
+def test_block_size_must_be_positive():
+    x = torch.zeros(1, 4, 2)
+    with pytest.raises(ValueError, match="block_size=0"):
+        tiled_attention(x, x, x, block_size=0)

@@ -88,10 +88,14 @@ class Picture:
     def facts(self) -> str:
         """The numbers behind the picture, in words (the status line's second half)."""
         largest, uniform = self.row_max()
-        return (
+        facts = (
             f"largest weight per row {largest:.2f} on average (uniform {uniform:.2f}) · "
             f"scores softmax sees: std {self.score_std:.3g}"
         )
+        if self.view == "deviation":
+            deviation = viz.deviation_from_uniform(self.weights, self.mask)
+            facts += f" · colours: weight − uniform, up to ±{abs(deviation).max():.3f}"
+        return facts
 
     def _hidden(self) -> torch.Tensor:
         if self.mask is None:

@@ -56,6 +56,7 @@ __all__ = [
 
 # Wide enough for the longest example sentence, "Your journey starts with one step".
 EXAMPLE_WIDTH = "24em"
+LABEL = {"description_width": "initial"}  # a control's label as wide as its text
 VIEW_OPTIONS = (("weights", "weights"), ("weight − uniform", "deviation"))
 ENCODER_HEADS = tuple(h for h in range(1, 7) if EncoderSettings.d_model % h == 0)
 
@@ -166,22 +167,22 @@ def _show_value(control: widgets.ValueWidget, value: Any) -> None:
 def _slider(description: str, low: int, high: int) -> widgets.IntSlider:
     """An IntSlider that updates on release only."""
     return widgets.IntSlider(
-        min=low, max=high, description=description, continuous_update=False,
-        style={"description_width": "initial"},
-    )  # fmt: skip
+        min=low, max=high, description=description, continuous_update=False, style=LABEL
+    )
 
 
 def _example_dropdown() -> widgets.Dropdown:
     return widgets.Dropdown(
         options=[(sentence, name) for name, sentence in data.EXAMPLES.items()],
         description="example",
+        style=LABEL,
         layout=widgets.Layout(width=EXAMPLE_WIDTH),
     )
 
 
-def _view_toggle() -> widgets.ToggleButtons:
+def _toggle(description: str, options: tuple) -> widgets.ToggleButtons:
     return widgets.ToggleButtons(
-        options=VIEW_OPTIONS, description="colour", style={"button_width": "auto"}
+        options=options, description=description, style={**LABEL, "button_width": "auto"}
     )
 
 
@@ -233,7 +234,7 @@ def attention_explorer(**settings: Any) -> AttentionExplorer:
     start, message = _starting_settings(AttentionSettings, settings)
     controls = {
         "example": _example_dropdown(),
-        "view": _view_toggle(),
+        "view": _toggle("colour", VIEW_OPTIONS),
         "num_heads": _slider("heads", 1, 6),
         "head_dim": _slider("head_dim" if start.model == "mha" else "d_out per head", 1, 64),
         "scaled": widgets.Checkbox(description="divide scores by √head_dim", indent=False),
@@ -244,7 +245,8 @@ def attention_explorer(**settings: Any) -> AttentionExplorer:
             description="temperature",
             readout_format=".3g",
             continuous_update=False,
-        ),  # fmt: skip
+            style=LABEL,
+        ),
         "seed": _slider("seed", 0, 999),
         "causal": widgets.Checkbox(description="causal mask", indent=False),
     }
@@ -284,13 +286,13 @@ def encoder_explorer(**settings: Any) -> EncoderExplorer:
     start, message = _starting_settings(EncoderSettings, settings)
     controls = {
         "example": _example_dropdown(),
-        "view": _view_toggle(),
+        "view": _toggle("colour", VIEW_OPTIONS),
         "num_heads": widgets.SelectionSlider(
-            options=ENCODER_HEADS, description="heads", continuous_update=False
+            options=ENCODER_HEADS, description="heads", continuous_update=False, style=LABEL
         ),
         "num_real": _slider("real tokens", 1, len(data.example(start.example).tokens)),
         "seed": _slider("seed", 0, 999),
-        "mask_kind": widgets.ToggleButtons(options=explore.MASK_KINDS, description="mask"),
+        "mask_kind": _toggle("mask", explore.MASK_KINDS),
     }
     controls["num_real"].disabled = start.mask_kind == "causal"
     explorer = EncoderExplorer(encoder_picture, start, controls)

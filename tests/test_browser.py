@@ -526,7 +526,8 @@ def test_the_explorer_as_a_learner_sees_it(
             assert after_example["status"] != status, after_example["status"]
         fit = select.evaluate(DROPDOWN_FIT_JS)
         assert fit["text"] == longest and fit["width"] <= fit["room"], fit
-        assert set(example("journey").tokens) <= set(after_example["labels"])
+        # Its first tokens are labels now (in 05 the last ones may be padding).
+        assert set(example("journey").tokens[:3]) <= set(after_example["labels"])
 
         # Step up (down from the top) until the next drawable number of heads.
         key = "ArrowLeft" if slider.at_top else "ArrowRight"

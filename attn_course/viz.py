@@ -440,7 +440,7 @@ def head_grid_svg(
     max_cols = max(1, int((SVG_MAX_WIDTH - left - bar_w + gap) // (side + gap)))
     nrows = math.ceil(num_heads / min(num_heads, max_cols))
     ncols = math.ceil(num_heads / nrows)  # balanced rows: 4 heads as 2 + 2, not 3 + 1
-    row_h = title_h + side + x_labels_h + font + 10  # head title, panel, labels, axis label
+    row_h = title_h + side + x_labels_h + font + 20  # head title, panel, labels, axis label
     top = (font + 16) if title else 4
     width = round(left + ncols * side + (ncols - 1) * gap + bar_w)
     height = round(top + nrows * row_h)

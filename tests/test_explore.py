@@ -123,7 +123,7 @@ def test_encoder_picture_hides_the_padding():
     module = MultiHeadSelfAttention(12, 3, dropout=0.0)
     x = embed(example("journey").batch())
     x[:, 4:] = 0.0
-    _, expected = module(x, mask=picture.mask)
+    _, expected = module(x, mask=picture.mask[None])  # (1, 1, 1, num_tokens)
     assert torch.allclose(picture.weights, expected[0], atol=1e-6)
 
 

@@ -5,8 +5,8 @@ that checks itself when built, so an invalid combination raises the package's Va
 before anything is computed. ``attention_picture`` / ``encoder_picture`` build the module
 the settings describe (under their own seed, the caller's random state untouched), run the
 example and return a ``Picture``: the per-head weights, token labels, mask, title and the
-numbers behind the picture. ``draw`` turns a Picture into a ``viz.head_grid`` figure;
-``widgets`` puts controls around the same functions.
+numbers behind the picture. ``draw`` turns a Picture into SVG markup
+(``viz.head_grid_svg``); ``widgets`` puts controls around the same functions.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """attn_course: the helper package of the attention course.
 
 Modules: ``attention`` (the lecture classes), ``numpy_attention`` (lecture 00 in NumPy),
-``blocks`` (transformer components), ``data`` (example inputs), ``viz`` and ``widgets``
-(heatmaps and sliders), ``grading`` (exercise checks). Importing draws and prints nothing.
+``blocks`` (transformer components), ``data`` (example inputs), ``viz`` (heatmaps),
+``explore`` and ``widgets`` (the explorers' settings and pictures, and their sliders),
+``grading`` (exercise checks). Importing draws and prints nothing.
 """
 
 from .attention import (

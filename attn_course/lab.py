@@ -15,11 +15,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The course runs offline: no news feed pop-up, no update check against the internet.
+# The course runs offline: no news feed, no update check against the internet.
 QUIET_OPTIONS = (
     "--LabApp.news_url=None",
     "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
 )
+# JupyterLab's defaults for this course, read by every learner's server: its overrides.json
+# answers "Would you like to get notified about official Jupyter news?" with no, a pop-up that
+# the server options above do not prevent (it is a setting of the notification plugin). A
+# learner's own settings still win over these defaults.
+APP_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 
 
 def build_command(
@@ -46,6 +51,7 @@ def build_command(
         "--ServerApp.ip=127.0.0.1",
         "--LabApp.default_url=/lab/tree/notebooks/00_numpy_attention.ipynb",
         *QUIET_OPTIONS,
+        f"--LabApp.app_settings_dir={APP_SETTINGS}",
     ]
     if port is not None:
         cmd.append(f"--ServerApp.port={port}")

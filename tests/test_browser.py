@@ -1,10 +1,14 @@
-"""The course in a real JupyterLab: open a notebook, run it, move the heads slider.
+"""The course in a real JupyterLab: open a notebook, run it, use its explorer.
 
 nbval proves the stored outputs; this proves what a learner sees. It starts JupyterLab
-with the course's own launcher (``python -m attn_course lab``, as ``make lab`` does) on a
-free port with a random token and throw-away settings, drives Debian's Chromium through
-Playwright, runs every cell through the UI, moves the number-of-heads slider with the
-keyboard and checks that the heatmap grid redraws with the new number of "head N" panels.
+with the course's own launcher (``python -m attn_course lab``, as ``make lab`` does, so with
+the course's JupyterLab defaults) on a free port with a random token and a fresh user
+settings folder, drives Debian's Chromium through Playwright at 1366 px wide with the file
+browser open, runs every cell through the UI, and checks what a learner sees: no news
+pop-up over the notebook, the explorer's text at readable sizes, the example dropdown
+showing its whole sentence, the status line following the example, and the heads slider
+redrawing the heatmap grid with the new number of "head N" panels at every stop. It prints
+the time from a key press on the slider to the new figure in the page.
 
 Screenshots and timings land in artifacts/browser/. A watchdog kills everything this test
 started if it runs past ``WATCHDOG_S``; every wait has its own, shorter limit.
@@ -19,6 +23,7 @@ import re
 import secrets
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -30,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import sync_playwright
 
 from attn_course.data import EXAMPLES, example
@@ -55,17 +61,19 @@ PAGE_LOAD_S = 90
 RUN_ALL_S = 180
 REDRAW_S = 45
 
-# Lab settings for the throw-away settings folder: never save (the notebooks under test are
-# committed files that nbval reads at the same time), no pop-ups over the notebook, and
-# every cell attached to the DOM so prompts and outputs can be inspected.
+# The fresh user settings folder holds only what the test itself needs: never save (the
+# notebooks under test are committed files that nbval reads at the same time) and every cell
+# attached to the DOM so prompts and outputs can be inspected. Everything else, the news
+# pop-up included, is what a learner gets from the launcher.
 LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification": {
-        "fetchNews": "false",
-        "checkForUpdates": False,
-    },
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
 }
+VIEWPORT = {"width": 1366, "height": 900}  # a common laptop screen
+NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
+NEWS_WAIT_S = 10  # JupyterLab asks within a second or two of start-up
+MIN_LABEL_PX = 11  # token labels, titles, axis labels as rendered
+MIN_NUMBER_PX = 10  # the numbers in the cells as rendered
 
 _timings: dict[str, float] = {}
 
@@ -264,7 +272,7 @@ def browser(watchdog: Watchdog, tmp_path_factory: pytest.TempPathFactory):
             headless=True,
             args=CHROMIUM_ARGS,
             env=env,
-            viewport={"width": 1400, "height": 1000},
+            viewport=VIEWPORT,
             timeout=PAGE_LOAD_S * 1000,
         )
         yield context
@@ -324,7 +332,8 @@ EXPLORER_STATE_JS = """(root) => {
 ANSWERED_JS = f"""({{root, heads, previousError}}) => {{
   const state = ({EXPLORER_STATE_JS})(root);
   const says = (text, pattern) => new RegExp(pattern).test(text);
-  return (state.heads === heads && !state.error && says(state.status, `^${{heads}} heads?\\\\b`))
+  const drawn = state.heads === heads && !state.error;
+  return (drawn && says(state.status, `\\\\b${{heads}} heads?\\\\b`))
     || (state.error !== previousError && says(state.error, `\\\\b${{heads}}\\\\b`));
 }}"""
 
@@ -340,10 +349,16 @@ def _timing(name: str) -> Iterator[None]:
 
 
 def _open_notebook(page, lab: LabServer, notebook: str) -> None:
-    """Show ``notebook`` on a fresh workspace and wait for its kernel."""
+    """Show ``notebook`` on a fresh workspace, check that no news pop-up covers it, and wait
+    for its kernel."""
     workspace = uuid.uuid4().hex  # nothing restored from an earlier layout
     url = f"{lab.url}/lab/workspaces/{workspace}/tree/{notebook}?token={lab.token}"
     page.goto(url, timeout=PAGE_LOAD_S * 1000)
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget",
+                           timeout=PAGE_LOAD_S * 1000)  # fmt: skip
+    with contextlib.suppress(PlaywrightTimeoutError):  # the good case: it never shows
+        page.get_by_text(NEWS_QUESTION).first.wait_for(timeout=NEWS_WAIT_S * 1000)
+        pytest.fail(f"the Jupyter news pop-up covers the notebook: {NEWS_QUESTION!r}")
     page.wait_for_function(KERNEL_READY_JS, arg=notebook, timeout=PAGE_LOAD_S * 1000, polling=250)
 
 
@@ -363,6 +378,45 @@ def _run_all(page) -> None:
     assert not errors, f"cells raised: {errors}"
 
 
+# Arms the explorer `root`: the time of the next key press inside it, and of the first frame
+# after its figure next changes (performance.now(), ms), land in window.attnKeyAt / attnFigureAt.
+WATCH_REDRAW_JS = """(root) => {
+  window.attnKeyAt = null;
+  window.attnFigureAt = null;
+  const figure = root.querySelector('.attn-explorer-figure');
+  const observer = new MutationObserver(() => {
+    observer.disconnect();
+    requestAnimationFrame(() => { window.attnFigureAt = performance.now(); });
+  });
+  observer.observe(figure, {childList: true, subtree: true, characterData: true});
+  root.addEventListener('keydown', () => { window.attnKeyAt = performance.now(); },
+                        {capture: true, once: true});
+}"""
+
+# Rendered sizes (CSS px) of the SVG's texts: font-size times the scale the page shows it at.
+TEXT_SIZES_JS = """(root) => {
+  const svg = root.querySelector('.attn-explorer-figure svg');
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  const texts = [...svg.querySelectorAll('text')];
+  const isNumber = (node) => /^[+-]?\\d*\\.\\d+$/.test(node.textContent.trim());
+  const smallest = (nodes) => Math.min(...nodes.map(
+    (node) => parseFloat(node.getAttribute('font-size')) * scale));
+  return {scale, labels: smallest(texts.filter((n) => !isNumber(n))),
+          numbers: smallest(texts.filter(isNumber))};
+}"""
+
+# The selected option's text width (canvas, the select's own font) against the room inside
+# the <select> (its width less the padding, which holds the arrow).
+DROPDOWN_FIT_JS = """(select) => {
+  const style = getComputedStyle(select);
+  const context = document.createElement('canvas').getContext('2d');
+  context.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const text = select.options[select.selectedIndex].text.replace(/\u00a0/g, " ");
+  const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return {text, width: context.measureText(text).width, room};
+}"""
+
+
 class HeadsSlider:
     """The explorer's "heads" slider, moved with the keyboard on its handle."""
 
@@ -373,6 +427,7 @@ class HeadsSlider:
         )
         self.handle = slider.locator(".noUi-handle")
         self.readout = slider.locator(".widget-readout")
+        self.key_to_figure_ms: list[float] = []
 
     @property
     def value(self) -> int:
@@ -386,15 +441,22 @@ class HeadsSlider:
         return now >= top
 
     def press(self, key: str) -> dict:
-        """Press ``key`` on the handle; the explorer's state once it has answered."""
+        """Press ``key`` on the handle; the explorer's state once it has answered. A new
+        figure's time from the key press is added to ``key_to_figure_ms``."""
         previous = self.explorer.evaluate(EXPLORER_STATE_JS)
+        self.explorer.evaluate(WATCH_REDRAW_JS)
         self.handle.press(key)
         arg = {"root": self.explorer.element_handle(), "heads": self.value}
         arg["previousError"] = previous["error"]
-        self.explorer.page.wait_for_function(
-            ANSWERED_JS, arg=arg, timeout=REDRAW_S * 1000, polling=100
-        )
-        return self.explorer.evaluate(EXPLORER_STATE_JS)
+        page = self.explorer.page
+        page.wait_for_function(ANSWERED_JS, arg=arg, timeout=REDRAW_S * 1000, polling=100)
+        state = self.explorer.evaluate(EXPLORER_STATE_JS)
+        if state["heads"] != previous["heads"] and not state["error"]:
+            page.wait_for_function("() => window.attnFigureAt !== null", timeout=REDRAW_S * 1000)
+            self.key_to_figure_ms.append(
+                page.evaluate("() => window.attnFigureAt - window.attnKeyAt")
+            )
+        return state
 
 
 class JavaScriptErrors:
@@ -410,8 +472,16 @@ class JavaScriptErrors:
             self.messages.append(f"console error: {message.text} at {message.location}")
 
 
+def _show_file_browser(page) -> int:
+    """Open the file browser in the left area, as a learner has it; its width in px."""
+    page.evaluate("window.jupyterapp.commands.execute('filebrowser:activate')")
+    browser_panel = page.locator("#filebrowser")
+    browser_panel.wait_for(state="visible", timeout=30_000)
+    return round(browser_panel.bounding_box()["width"])
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
-def test_heads_slider_redraws_the_heatmaps(
+def test_the_explorer_as_a_learner_sees_it(
     notebook: str, watchdog: Watchdog, lab: LabServer, browser
 ) -> None:
     if not (ROOT / notebook).exists():
@@ -422,8 +492,12 @@ def test_heads_slider_redraws_the_heatmaps(
     try:
         with _timing(f"{stem}: page load"):
             _open_notebook(page, lab, notebook)
+        file_browser_px = _show_file_browser(page)
         with _timing(f"{stem}: run all"):
             _run_all(page)
+        news = page.get_by_text(NEWS_QUESTION)
+        assert not any(n.is_visible() for n in news.all()), "the Jupyter news pop-up showed late"
+
         explorer = page.locator(".attn-explorer").first
         figure = explorer.locator(".attn-explorer-figure")
         figure.locator("svg").wait_for(timeout=REDRAW_S * 1000)  # not "Loading widget..."
@@ -439,6 +513,27 @@ def test_heads_slider_redraws_the_heatmaps(
         figure_before = figure.screenshot()
         explorer.screenshot(path=ARTIFACTS / f"{stem}-before.png")
 
+        # The status follows the example dropdown, which shows its longest sentence whole.
+        select = explorer.locator(".widget-dropdown select").first
+        longest = max(EXAMPLES.values(), key=len)
+        other = next(s for s in EXAMPLES.values() if s != longest and s not in before["status"])
+        after_example = before
+        for sentence in (other, longest):  # the explorer may start on either
+            status = after_example["status"]
+            select.select_option(label=sentence)
+            explorer.page.wait_for_function(
+                "([root, text]) => root.querySelector('.attn-explorer-status').innerText"
+                ".includes(text)",
+                arg=[explorer.element_handle(), sentence],
+                timeout=REDRAW_S * 1000,
+            )
+            after_example = explorer.evaluate(EXPLORER_STATE_JS)
+            assert after_example["status"] != status, after_example["status"]
+        fit = select.evaluate(DROPDOWN_FIT_JS)
+        assert fit["text"] == longest and fit["width"] <= fit["room"], fit
+        # Its first tokens are labels now (in 05 the last ones may be padding).
+        assert set(example("journey").tokens[:3]) <= set(after_example["labels"])
+
         # Step up (down from the top) until the next drawable number of heads.
         key = "ArrowLeft" if slider.at_top else "ArrowRight"
         with _timing(f"{stem}: slider move -> redraw"):
@@ -446,22 +541,37 @@ def test_heads_slider_redraws_the_heatmaps(
         while after["error"]:
             after = slider.press(key)
         explorer.screenshot(path=ARTIFACTS / f"{stem}-after.png")
-        assert after["heads"] == slider.value != before["heads"], (before, after)
-        assert after["status"] != before["status"], after["status"]
+        assert after["heads"] == slider.value != after_example["heads"], (before, after)
+        assert after["status"] != after_example["status"], after["status"]
         assert figure.screenshot() != figure_before, "the heatmaps look the same as before"
 
         # Every number the slider offers is a valid combination: that many panels under a
-        # status "h heads × head_dim d = width" with h·d = width; else a message naming it.
+        # status "h heads × head_dim d = width" with h·d = width.
         states = [slider.press("Home")]
         while not slider.at_top:
             states.append(slider.press("ArrowRight"))
-        drawn = [state for state in states if not state["error"]]
-        for state in drawn:
+        stops = int(float(slider.handle.get_attribute("aria-valuemax")) -
+                    float(slider.handle.get_attribute("aria-valuemin"))) + 1  # fmt: skip
+        assert len({state["heads"] for state in states if not state["error"]}) == stops, states
+        for state in states:
             match = STATUS_RE.search(state["status"])
             assert match, f"the status does not read 'h heads × head_dim d = width': {state}"
             heads, head_dim, width = map(int, match.groups())
             assert state["heads"] == heads and heads * head_dim == width, state
-        assert len({state["heads"] for state in drawn}) >= 2, states
+
+        # At the most heads (the widest grid) the text is still readable, unscaled.
+        explorer.screenshot(path=ARTIFACTS / f"{stem}-most-heads.png")
+        sizes = explorer.evaluate(TEXT_SIZES_JS)
+        times = sorted(slider.key_to_figure_ms)
+        print(
+            f"\n{stem}: file browser {file_browser_px} px, grid of {states[-1]['heads']} heads "
+            f"shown at {sizes['scale']:.0%}: labels {sizes['labels']:.1f} px, numbers "
+            f"{sizes['numbers']:.1f} px; key press -> new figure: median "
+            f"{statistics.median(times):.0f} ms, max {times[-1]:.0f} ms over {len(times)} presses "
+            f"(load average {os.getloadavg()[0]:.2f})"
+        )
+        _timings[f"{stem}: key press -> figure"] = statistics.median(times) / 1000
+        assert sizes["labels"] >= MIN_LABEL_PX and sizes["numbers"] >= MIN_NUMBER_PX, sizes
     except Exception:
         if watchdog.fired:
             pytest.fail(f"watchdog: killed the server and Chromium after {WATCHDOG_S} s")

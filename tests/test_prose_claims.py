@@ -79,6 +79,28 @@ CLAIMS = [
     ),
     ("01_causal_attention", "sum to 1.1111", "1.1111", 4, r"1 / \(1 - 0.1\) = ([\d.]+)"),
     (
+        "02_multihead_wrapper",
+        "grows from 0.074 to 0.684",
+        "0.684",
+        3,
+        r"\n +64 \| +[\d.]+ +([\d.]+)",
+    ),
+    (
+        "02_multihead_wrapper",
+        "largest weight averages 0.26 instead of 0.18",
+        "0.26",
+        2,
+        r"\n +64 \|.*\| +[\d.]+ +([\d.]+)",
+    ),
+    (
+        "02_multihead_wrapper",
+        "averages only 0.26 (uniform: 0.17)",
+        "0.26",
+        2,
+        r"\n +0\.1 \| +([\d.]+)",
+    ),
+    ("02_multihead_wrapper", "favourite (0.72 on average)", "0.72", 2, r"\n +0\.01 \| +([\d.]+)"),
+    (
         "05_transformer_blocks",
         "input (cosine 0.97)",
         "0.97",

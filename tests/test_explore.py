@@ -1,0 +1,155 @@
+"""The explorers without widgets: settings check themselves, weights are the modules' own."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from attn_course import explore
+from attn_course.attention import MultiHeadAttention, MultiHeadAttentionWrapper, causal_mask
+from attn_course.blocks import MultiHeadSelfAttention
+from attn_course.data import example
+from attn_course.explore import AttentionSettings, EncoderSettings
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: AttentionSettings(num_heads=0), "num_heads=0"),
+        (lambda: AttentionSettings(head_dim=0), "head_dim=0"),
+        (lambda: AttentionSettings(temperature=0.0), "temperature"),
+        (lambda: AttentionSettings(example="poem"), "unknown example"),
+        (lambda: AttentionSettings(model="gpt"), "model"),
+        (lambda: AttentionSettings(view="log"), "view"),
+        (lambda: EncoderSettings(num_heads=5), "not divisible"),
+        (lambda: EncoderSettings(num_real=9), "num_real=9: .* has 6 tokens"),
+        (lambda: EncoderSettings(example="kid"), "num_real=4: .* has 3 tokens"),
+        (lambda: EncoderSettings(mask_kind="both"), "mask_kind"),
+    ],
+)
+def test_invalid_settings_raise_a_value_error_when_built(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_settings_are_frozen_and_replace_checks_again():
+    settings = AttentionSettings()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.num_heads = 3
+    assert dataclasses.replace(settings, num_heads=3).num_heads == 3
+    with pytest.raises(ValueError, match="temperature"):
+        dataclasses.replace(settings, temperature=-1.0)
+
+
+def test_weights_are_the_modules_own():
+    x = example("dream").batch()  # (1, 6, 3)
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
+    mha(x)
+    assert torch.allclose(explore.attention_weights(), mha.attn_weights[0])
+    torch.manual_seed(5)
+    wrapper = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=3)
+    wrapper(x)
+    got = explore.attention_weights(AttentionSettings(num_heads=3, seed=5, model="wrapper"))
+    assert torch.allclose(got, wrapper.attn_weights[0])
+
+
+def test_temperature_and_causal_toggle():
+    # A huge temperature flattens every row over its visible keys: row q is 1/(q+1).
+    flat = explore.attention_weights(AttentionSettings(temperature=1e6))
+    expected = torch.tril(torch.ones(6, 6)) / torch.arange(1, 7)[:, None]
+    assert torch.allclose(flat, expected.expand(2, 6, 6), atol=1e-4)
+    # The slider's smallest temperature, 0.01, sharpens every row towards its largest score.
+    peak = explore.attention_weights().max(dim=-1).values
+    sharp_peak = explore.attention_weights(AttentionSettings(temperature=0.01)).max(dim=-1).values
+    assert peak[:, 0].eq(1).all() and (sharp_peak[:, 1:] > peak[:, 1:]).all()
+    # Without the causal mask the future gets weight too; rows still sum to 1.
+    open_ = explore.attention_weights(AttentionSettings(causal=False))
+    future = torch.ones(6, 6, dtype=torch.bool).triu(diagonal=1)
+    assert (open_[:, future] > 0).all()
+    assert torch.allclose(open_.sum(dim=-1), torch.ones(2, 6))
+
+
+@pytest.mark.parametrize("head_dim", [1, 4, 16, 64])
+def test_without_scaling_the_scores_spread_by_sqrt_head_dim(head_dim):
+    settings = AttentionSettings(head_dim=head_dim, causal=False)
+    scaled = explore.attention_picture(settings)
+    raw = explore.attention_picture(dataclasses.replace(settings, scaled=False))
+    assert raw.score_std == pytest.approx(scaled.score_std * math.sqrt(head_dim), rel=1e-4)
+    # The module's own weights are the scaled ones.
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(3, 2 * head_dim, 6, 0.0, num_heads=2)
+    queries = mha.W_query(example("dream").batch()).view(6, 2, head_dim).transpose(0, 1)
+    keys = mha.W_key(example("dream").batch()).view(6, 2, head_dim).transpose(0, 1)
+    expected = torch.softmax(queries @ keys.transpose(1, 2) / math.sqrt(head_dim), dim=-1)
+    assert torch.allclose(scaled.weights, expected, atol=1e-6)
+    cold = explore.attention_picture(dataclasses.replace(settings, temperature=0.5))
+    assert cold.score_std == pytest.approx(2 * scaled.score_std, rel=1e-4)
+
+
+def test_row_max_against_hand_made_pictures():
+    eye = explore.Picture(torch.eye(4)[None], ("a", "b", "c", "d"), None, "", "weights", 0.0)
+    assert eye.row_max() == pytest.approx((1.0, 0.25))
+    visible = torch.tril(torch.ones(3, 3))
+    uniform = explore.Picture(
+        (visible / visible.sum(dim=1, keepdim=True))[None], ("a", "b", "c"), causal_mask(3),
+        "", "weights", 0.0,
+    )  # fmt: skip
+    # Rows with a choice: q = 1 (two keys) and q = 2 (three keys).
+    assert uniform.row_max() == pytest.approx(((1 / 2 + 1 / 3) / 2,) * 2)
+    assert "largest weight per row 0.42 on average (uniform 0.42)" in uniform.facts()
+
+
+def test_the_callers_random_state_is_left_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    explore.attention_weights(AttentionSettings(seed=99))
+    explore.encoder_weights(EncoderSettings(seed=99))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_encoder_picture_hides_the_padding():
+    picture = explore.encoder_picture(EncoderSettings())
+    assert picture.tokens == ("Your", "journey", "starts", "with", "<pad>", "<pad>")
+    assert picture.weights.shape == (3, 6, 6)
+    assert (picture.weights[..., 4:] == 0).all()  # nobody attends to padding
+    # The same as an embedding layer and the module itself on the padded input.
+    torch.manual_seed(123)
+    embed = torch.nn.Linear(3, 12, bias=False)
+    module = MultiHeadSelfAttention(12, 3, dropout=0.0)
+    x = embed(example("journey").batch())
+    x[:, 4:] = 0.0
+    _, expected = module(x, mask=picture.mask[None])  # (1, 1, 1, num_tokens)
+    assert torch.allclose(picture.weights, expected[0], atol=1e-6)
+
+
+def test_encoder_causal_mode():
+    picture = explore.encoder_picture(EncoderSettings(num_real=2, mask_kind="causal"))
+    assert "<pad>" not in picture.tokens  # causal: every token is real
+    assert (torch.triu(picture.weights, diagonal=1) == 0).all()
+    assert torch.allclose(picture.weights.sum(dim=-1), torch.ones(3, 6))
+
+
+def test_describe_names_the_example_and_the_split():
+    assert (
+        AttentionSettings(example="journey", num_heads=3)
+        .describe()
+        .startswith('"Your journey starts with one step" · 3 heads × head_dim 2 = d_out 6')
+    )
+    assert "not scaled" in AttentionSettings(scaled=False).describe()
+    assert (
+        EncoderSettings(num_heads=4)
+        .describe()
+        .startswith('"Your journey starts with one step" · 4 heads × head_dim 3 = d_model 12')
+    )
+
+
+def test_draw_is_svg_markup_of_the_picture():
+    markup = explore.draw_attention(AttentionSettings(num_heads=3))
+    assert markup.startswith("<svg") and markup.count(">head ") == 3
+    # One row of three panels: the y labels beside the first panel, the x labels under each.
+    assert explore.draw_encoder().count(">&lt;pad&gt;</text>") == 2 + 2 * 3

@@ -1,13 +1,16 @@
-"""``check(exercise_id, obj)``: grade one exercise and print a one-line verdict.
+"""``check(exercise_id, obj)``: grade one exercise in the notebook and print a one-line verdict.
 
-The verdict is one of ``passed``, ``failed`` (with the check's hint), ``not_attempted``
-(the answer is still ``...`` or the code raises ``NotImplementedError`` anywhere),
-``error`` (the exception, pointing at the learner's own line) or ``timeout`` (the check ran
-past its registered time limit). What the learner's code prints during a check is capped.
-Checks run with torch, NumPy and ``random`` seeded (``CHECK_SEED``), so they are
-deterministic, and the learner's random state is restored afterwards.
-Under ``python -m attn_course grade`` the runner names a file in ``LOG_ENV`` and every
-verdict is also appended to it as one JSON line; interactively nothing is written.
+This is the instant-feedback path. The verdict is a ``Status``: passed, failed (with the
+check's hint), not attempted (the answer is still ``...`` or the code raises
+``NotImplementedError`` anywhere), error (the exception, pointing at the learner's own
+line; ``SystemExit`` included) or timeout (past the check's time limit, even through a
+bare ``except:``). What the learner's code prints during a check is capped. Checks run
+with torch, NumPy and ``random`` seeded (``CHECK_SEED``), so they are deterministic, and
+the learner's random state is restored afterwards.
+
+Official grades never come from here: under ``python -m attn_course grade`` the kernel has
+``OFFICIAL_ENV`` set, ``check()`` only hands the answer over (``agent.ANSWERS``), and the
+grader's own process runs the same check functions on it (``runner.py``).
 """
 
 from __future__ import annotations
@@ -15,61 +18,28 @@ from __future__ import annotations
 import contextlib
 import difflib
 import io
-import json
-import linecache
 import os
 import random
-import signal
 import sys
-import sysconfig
-import threading
-import traceback
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 import torch
 
+from . import agent
+from .errors import caused_by, describe_error
 from .registry import CHECKS, CheckFailed, CheckSpec, load_checks
+from .remote import RemoteError, RemoteTimeout
+from .result import CheckResult, Status
 
-__all__ = ["STATUSES", "LOG_ENV", "CheckResult", "check"]
+__all__ = ["CheckResult", "Status", "check", "run_check"]
 
-STATUSES = ("passed", "failed", "not_attempted", "error", "timeout")
-LOG_ENV = "ATTN_COURSE_GRADE_LOG"
 OUTPUT_LIMIT = 2_000  # characters per stream the learner's code may print during one check
 CHECK_SEED = 0
 
-_SYMBOLS = {"passed": "✔", "failed": "✘", "not_attempted": "…", "error": "⚠", "timeout": "⏱"}
-_LABELS = {"not_attempted": "not attempted", "timeout": "timed out"}
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
-_LIBRARY_DIRS = {Path(sysconfig.get_path(name)).resolve() for name in ("stdlib", "purelib")}
 
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The verdict on one exercise: ``status`` is one of ``STATUSES``."""
-
-    id: str
-    status: str
-    message: str
-
-    @property
-    def verdict(self) -> str:
-        """One readable line, e.g. ``✘ causal_mask: failed — the diagonal must stay visible``."""
-        label = _LABELS.get(self.status, self.status)
-        line = f"{_SYMBOLS[self.status]} {self.id}: {label}"
-        return f"{line} — {self.message}" if self.message else line
-
-    def __str__(self) -> str:
-        return self.verdict
-
-    def _ipython_display_(self) -> None:
-        """Show nothing as a cell result: ``check()`` has already printed the verdict."""
-
-
-def check(exercise_id: str, obj: object) -> CheckResult:
+def check(exercise_id: str, obj: object) -> CheckResult | None:
     """Run the check ``exercise_id`` on the learner's ``obj``, print the verdict, return it.
 
     Args:
@@ -77,73 +47,59 @@ def check(exercise_id: str, obj: object) -> CheckResult:
         obj: the learner's answer: a function, a class, a value; ``...`` = not attempted.
 
     Returns:
-        The ``CheckResult`` (``.status``, ``.message``, ``.verdict``).
+        The ``CheckResult`` (``.status``, ``.message``, ``.verdict``); None under the
+        grade command, which grades the answer in its own process.
     """
+    if os.environ.get(agent.OFFICIAL_ENV):
+        agent.ANSWERS[exercise_id] = obj
+        return None
     spec = load_checks().get(exercise_id)
     result = (
-        CheckResult(exercise_id, "error", _unknown_id_message(exercise_id))
+        CheckResult(exercise_id, Status.ERROR, _unknown_id_message(exercise_id))
         if spec is None
-        else _run(spec, obj)
+        else run_check(spec, obj)
     )
     print(result.verdict, flush=True)
-    log_path = os.environ.get(LOG_ENV)
-    if log_path:
-        with open(log_path, "a", encoding="utf-8") as log:
-            log.write(json.dumps(asdict(result)) + "\n")
     return result
 
 
-class _TimeLimit(BaseException):
-    """Raised by SIGALRM inside a check; a BaseException so `except Exception` cannot eat it."""
+def run_check(spec: CheckSpec, obj: object, local: bool = True) -> CheckResult:
+    """Call the check and turn what happens into a verdict.
 
-
-def _run(spec: CheckSpec, obj: object) -> CheckResult:
-    """Call the check and turn what happens into a verdict."""
+    ``local``: ``obj`` is the learner's object in this process (time limit, seeds and
+    output cap apply here); otherwise it is a ``Remote`` proxy and the kernel applies them.
+    """
     if obj is Ellipsis:
-        return CheckResult(spec.id, "not_attempted", "replace `...` with your answer")
+        return CheckResult(spec.id, Status.NOT_ATTEMPTED, "replace `...` with your answer")
+    guards = (agent.time_limit(spec.time_limit), _fixed_seeds(), _capped_output()) if local else ()
     try:
-        with _time_limit(spec.time_limit), _fixed_seeds(), _capped_output():
+        with contextlib.ExitStack() as stack:
+            for guard in guards:
+                stack.enter_context(guard)
             message = spec.func(obj)
-    except _TimeLimit:
+    except (agent.TimeLimit, RemoteTimeout):
         return CheckResult(
             spec.id,
-            "timeout",
+            Status.TIMEOUT,
             f"took longer than {spec.time_limit:g} s: an infinite loop, or a very slow method?",
         )
-    except Exception as exc:
-        if _caused_by(exc, NotImplementedError):
+    except RemoteError as exc:
+        if exc.not_implemented:
             return CheckResult(
-                spec.id, "not_attempted", "your code still raises NotImplementedError"
+                spec.id, Status.NOT_ATTEMPTED, "your code still raises NotImplementedError"
+            )
+        return CheckResult(spec.id, Status.ERROR, exc.message)
+    except (Exception, SystemExit) as exc:
+        if caused_by(exc, NotImplementedError):
+            return CheckResult(
+                spec.id, Status.NOT_ATTEMPTED, "your code still raises NotImplementedError"
             )
         if isinstance(exc, CheckFailed):
-            return CheckResult(spec.id, "failed", str(exc))
+            return CheckResult(spec.id, Status.FAILED, str(exc))
         return CheckResult(
-            spec.id, "error", _describe_error(exc, getattr(spec.func, "__code__", None))
+            spec.id, Status.ERROR, describe_error(exc, getattr(spec.func, "__code__", None))
         )
-    return CheckResult(spec.id, "passed", message or "")
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``_TimeLimit`` after ``seconds``.
-
-    Only on the main thread of a platform with SIGALRM; elsewhere (other threads, Windows)
-    the check runs without a time limit.
-    """
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise _TimeLimit
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return CheckResult(spec.id, Status.PASSED, message or "")
 
 
 @contextlib.contextmanager
@@ -189,49 +145,6 @@ def _capped_output(limit: int = OUTPUT_LIMIT) -> Iterator[None]:
         hidden = max(0, out.written - limit) + max(0, err.written - limit)
         if hidden:
             print(f"\n[... {hidden:,} more characters of output hidden]")
-
-
-def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
-    """Whether ``exc`` or any exception in its cause/context chain is a ``kind``."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _is_learner_file(filename: str) -> bool:
-    """Code the learner wrote: not the course package, the standard library or a library."""
-    if filename.startswith("<"):
-        return "ipython-input" in filename
-    path = Path(filename).resolve()
-    return not any(path.is_relative_to(d) for d in (_PACKAGE_DIR, *_LIBRARY_DIRS))
-
-
-def _describe_error(exc: Exception, check_code: object) -> str:
-    """``Kind: message (in func, line N: source)`` at the learner's innermost frame.
-
-    The check function itself (``check_code``), the course package and libraries are
-    grading internals, not the learner's code.
-    """
-    lines = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
-    text = text if len(text) <= 200 else text[:197] + "..."
-    frames = [
-        (frame.f_code, lineno)
-        for frame, lineno in traceback.walk_tb(exc.__traceback__)
-        if frame.f_code is not check_code and _is_learner_file(frame.f_code.co_filename)
-    ]
-    if not frames:
-        return f"{text} (raised while checking your answer: is it the right kind of object?)"
-    code, lineno = frames[-1]
-    filename = code.co_filename
-    where = "line" if "ipykernel_" in filename else f"{Path(filename).name} line"
-    source = linecache.getline(filename, lineno).strip()
-    return f"{text} (in {code.co_name}, {where} {lineno}{': ' + source if source else ''})"
 
 
 def _unknown_id_message(exercise_id: str) -> str:

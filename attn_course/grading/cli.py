@@ -12,8 +12,16 @@ import json
 import sys
 from pathlib import Path
 
-from ..notebooks import notebook_paths
-from .runner import CELL_TIMEOUT, NotebookReport, grade_notebooks
+from .result import NotebookReport
+from .runner import CELL_TIMEOUT, grade_notebooks
+
+
+def notebook_paths(paths: list[str]) -> list[Path]:
+    """The .ipynb files named by ``paths`` (folders are searched, non-recursively), sorted."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        found.extend(sorted(path.glob("*.ipynb")) if path.is_dir() else [path])
+    return found
 
 
 def _progress(total: int):

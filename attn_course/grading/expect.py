@@ -1,26 +1,42 @@
 """Comparison helpers shared by the checks: seeded inputs, tensor comparisons, mistake variants.
 
-A check compares the learner's object with the package's reference on fixed seeds. When
+A check compares the learner's object with the package's reference on seeded inputs. When
 the two disagree it recomputes the reference with each classic mistake built in
 (``attention_mistakes``) and names the mistake whose result matches the learner's.
+
+Every helper takes the learner's object either as itself (``check()`` in the notebook) or
+as a ``remote.Remote`` proxy (official grading: the object stays in the learner's kernel,
+only data comes back). Official grading also sets ``SALT``, a secret added to every seed,
+so the inputs cannot be known in advance.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+import threading
 
 import numpy as np
 import torch
 from torch import nn
 
+from . import agent
+from .hints import HINTS
 from .registry import CheckFailed
+from .remote import RemoteError, is_remote
 
 __all__ = [
     "HINTS",
+    "SALT",
     "seeded",
+    "salted",
     "randn",
+    "rng",
+    "invoke",
     "call_pure",
+    "learner_error",
+    "expect_module",
     "close",
     "expect_close",
     "expect_answer",
@@ -30,41 +46,49 @@ __all__ = [
 
 RTOL, ATOL = 1e-4, 1e-5
 
-# Mistake name -> the hint a learner sees when their result matches that mistake.
-HINTS: dict[str, str] = {
-    "no_scale": "missing the 1/sqrt(head_dim) scaling: divide the scores by "
-    "keys.shape[-1] ** 0.5 before the softmax.",
-    "scale_by_d": "the scores are divided by head_dim instead of sqrt(head_dim).",
-    "softmax_dim": "softmax over the wrong dim: the columns sum to 1 instead of the rows; "
-    "use softmax(..., dim=-1) so each query's weights over the keys sum to 1.",
-    "mask_lost": "the mask is not applied. Is it applied in place? masked_fill returns a new "
-    "tensor; use masked_fill_ or assign the result (scores = scores.masked_fill(...)).",
-    "mask_inverted": "mask inverted: True means HIDDEN in this course, so fill the scores "
-    "where the mask is True (not where it is False).",
-    "mask_diagonal": "mask off by one: the diagonal is hidden too, but a token may attend to "
-    "itself; torch.triu(..., diagonal=1) keeps the diagonal visible.",
-    "zero_fill": "hidden scores are set to 0 instead of -inf: exp(0) = 1, so hidden keys "
-    "still get weight. Fill with -torch.inf.",
-    "mask_after_softmax": "the mask is applied after the softmax: the rows no longer sum to 1. "
-    "Mask the scores with -inf BEFORE the softmax.",
-    "keys_are_values": "the scores use the values instead of the keys: they must be "
-    "queries @ keys.transpose(-2, -1).",
-    "keys_queries_swapped": "the scores are keys @ queries^T (transposed): "
-    "use queries @ keys.transpose(-2, -1) so row i belongs to query i.",
-}
+SALT: ContextVar[int] = ContextVar("SALT", default=0)  # official grading: a secret
+RNG_LOCK = threading.RLock()  # around every use of torch's global RNG
 
 
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
-    """Run the block with torch's global RNG seeded, then restore the learner's RNG state."""
-    with torch.random.fork_rng(devices=[]):
+    """Run the block with torch's global RNG seeded, then restore the learner's RNG state.
+
+    Holds ``RNG_LOCK``: the grade command runs checks of several notebooks in threads.
+    """
+    with RNG_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
 
 
+def salted(seed: int) -> int:
+    """``seed`` plus the grading run's secret (0 in the notebook)."""
+    return seed + SALT.get()
+
+
 def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Standard-normal tensor from a private generator (the global RNG is untouched)."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    generator = torch.Generator().manual_seed(salted(seed))
+    return torch.randn(*shape, generator=generator, dtype=dtype)
+
+
+def rng(seed: int) -> np.random.Generator:
+    """A NumPy generator for the inputs of the NumPy exercises (salted like ``randn``)."""
+    return np.random.default_rng(salted(seed))
+
+
+def invoke(func: object, args: tuple, kwargs: dict | None = None, **options: object) -> dict:
+    """Call the learner's ``func`` where it lives; ``agent.call``'s reply (``result``, ...)."""
+    if is_remote(func):
+        return func.call(tuple(args), dict(kwargs or {}), **options)
+    return agent.call(func, tuple(args), kwargs, **options)
+
+
+def learner_error(exc: BaseException) -> str | None:
+    """``"Kind: message"`` of an exception raised by the learner's code, local or remote."""
+    if isinstance(exc, RemoteError):
+        return f"{exc.ename}: {exc.message}"
+    return None if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}"
 
 
 def _snapshot(value: object) -> object:
@@ -74,19 +98,38 @@ def _snapshot(value: object) -> object:
 
 
 def call_pure(func: Callable, *args: object, **kwargs: object) -> object:
-    """Call ``func`` and fail with a hint if it changed one of its tensor/array arguments."""
+    """Call ``func`` and fail with a hint if it changed one of its tensor/array arguments.
+
+    Module arguments may change (that is how a function fills a module's weights): after a
+    remote call their state is loaded back into the grader's copies.
+    """
     inputs = list(args) + list(kwargs.values())
     before = [_snapshot(a) for a in inputs]
-    with torch.no_grad():
-        result = func(*args, **kwargs)
-    for i, (arg, old) in enumerate(zip(inputs, before, strict=True)):
-        if old is not None and not np.array_equal(np.asarray(arg), np.asarray(old)):
+    reply = invoke(func, args, kwargs)
+    for arg, after in zip(inputs, reply["after"], strict=True):
+        if isinstance(arg, nn.Module) and is_remote(func):
+            try:
+                arg.load_state_dict(after)
+            except (RuntimeError, TypeError):
+                raise CheckFailed(
+                    "copy the values into the module's existing parameters (weight.copy_(...)); "
+                    "do not replace its submodules or parameters."
+                ) from None
+    afters = [a if isinstance(a, torch.Tensor | np.ndarray) else None for a in reply["after"]]
+    for i, (after, old) in enumerate(zip(afters, before, strict=True)):
+        if old is not None and not _same(after, old):
             raise CheckFailed(
                 f"your function changed its input tensor in place (argument {i + 1}); "
                 "work on new tensors (e.g. x = x / s instead of x /= s, masked_fill instead "
                 "of masked_fill_ on an input)."
             )
-    return result
+    return reply["result"]
+
+
+def _same(after: object, old: object) -> bool:
+    after = after.detach() if isinstance(after, torch.Tensor) else after
+    old = old.detach() if isinstance(old, torch.Tensor) else old
+    return np.array_equal(np.asarray(after), np.asarray(old), equal_nan=True)
 
 
 def close(got: object, want: torch.Tensor) -> bool:
@@ -153,32 +196,31 @@ def expect_answer(answer: object, want: object, what: str, hints: dict | None = 
         if not isinstance(answer, tuple | list | torch.Size):
             raise CheckFailed(f"{what}: answer with a tuple of ints like (2, 3), not {answer!r}.")
         answer = tuple(answer)
+    elif isinstance(want, int) and not (isinstance(answer, int) and not isinstance(answer, bool)):
+        raise CheckFailed(f"{what}: answer with one whole number (an int), not {answer!r}.")
     if answer == want:
         return f"{what}: {answer} is right."
     hint = (hints or {}).get(answer)
     raise CheckFailed(f"{what}: {answer!r} is not right. {hint or 'Recompute it step by step.'}")
 
 
-def _align_parameters(mine: nn.Module, ref: nn.Module, config: str) -> None:
-    """Copy ``ref``'s parameters into ``mine`` by name (fails with a hint if they differ)."""
-    ref_params, my_params = dict(ref.named_parameters()), dict(mine.named_parameters())
-    if ref_params.keys() != my_params.keys():
-        missing = sorted(ref_params.keys() - my_params.keys())
-        extra = sorted(my_params.keys() - ref_params.keys())
-        raise CheckFailed(
-            f"for {config} your module's parameters differ from the lecture's: missing "
-            f"{missing}, unexpected {extra}. Use the lecture's submodule names (and one module "
-            "per head: [module] * n repeats the SAME module) so the weights can be compared."
-        )
-    for name, ref_p in ref_params.items():
-        if my_params[name].shape != ref_p.shape:
-            raise CheckFailed(
-                f"for {config} parameter {name} has shape {_describe(my_params[name].shape)}, "
-                f"expected {_describe(ref_p.shape)} (nn.Linear(in, out).weight is (out, in))."
-            )
+def _perturb(module: nn.Module, seed: int) -> None:
+    """Move every parameter away from its initial value (two fresh LayerNorms look alike)."""
     with torch.no_grad():
-        for name, ref_p in ref_params.items():
-            my_params[name].copy_(ref_p)
+        for i, p in enumerate(module.parameters()):
+            p.add_(0.5 * randn(*p.shape, seed=seed * 1000 + i))
+
+
+def _shared_module_hint(missing: list[str], extra: list[str]) -> str:
+    """The "[module] * n" advice, only when the missing names are later copies of a list."""
+    repeated = not extra and all(
+        any(part.isdigit() and part != "0" for part in name.split(".")) for name in missing
+    )
+    return (
+        " A list built as [module] * n holds the SAME module n times: create one per entry."
+        if repeated
+        else ""
+    )
 
 
 def build_pair(
@@ -186,20 +228,145 @@ def build_pair(
 ) -> tuple[nn.Module, nn.Module]:
     """Construct the learner's and the reference module with ``args``; same weights; eval mode.
 
-    Both are built after ``torch.manual_seed(seed)``; the reference's parameters are then
-    copied into the learner's by name, so a different creation order is no failure.
+    Both are built after ``torch.manual_seed(seed)``; the reference's parameters are moved
+    away from their initial values and copied into the learner's by name, so a different
+    creation order is no failure. The learner's ``state_dict`` must hold the reference's
+    buffers (the causal mask), as the lecture registers them.
     """
     if not isinstance(learner_cls, type):
         raise CheckFailed(f"pass the class itself (e.g. {ref_cls.__name__}), not an instance.")
-    config = f"{learner_cls.__name__}{args}"
+    name = learner_cls.__name__
+    config = f"{name}{args}"
     with seeded(seed):
         ref = ref_cls(*args)
-    with seeded(seed):
-        mine = learner_cls(*args)
-    if not isinstance(mine, nn.Module):
-        raise CheckFailed(f"{learner_cls.__name__} must subclass torch.nn.Module.")
-    _align_parameters(mine, ref, config)
+    _perturb(ref, seed)
+    if is_remote(learner_cls):
+        built = learner_cls._session.request("build", learner_cls, args, seed)
+        mine, info = built["instance"], built if built["module"] else None
+    else:
+        with seeded(seed):
+            mine = learner_cls(*args)
+        info = agent.module_info(mine) if isinstance(mine, nn.Module) else None
+    if info is None:
+        raise CheckFailed(f"{name} must subclass torch.nn.Module.")
+    ref_info = agent.module_info(ref)
+    ref_shapes, my_shapes = ref_info["parameters"], info["parameters"]
+    if ref_shapes.keys() != my_shapes.keys():
+        missing = sorted(ref_shapes.keys() - my_shapes.keys())
+        extra = sorted(my_shapes.keys() - ref_shapes.keys())
+        raise CheckFailed(
+            f"for {config} the parameters of your {name} differ from the lecture's: missing "
+            f"{missing}, unexpected {extra}. Use the lecture's submodule names so the weights "
+            f"can be compared.{_shared_module_hint(missing, extra)}"
+        )
+    for pname, shape in ref_shapes.items():
+        if tuple(my_shapes[pname]) != tuple(shape):
+            raise CheckFailed(
+                f"for {config} parameter {pname} has shape {_describe(my_shapes[pname])}, "
+                f"expected {_describe(shape)} (nn.Linear(in, out).weight is (out, in))."
+            )
+    unregistered = [b for b in ref_info["buffers"] if b not in info["state_keys"]]
+    if unregistered:
+        raise CheckFailed(
+            f"{name}'s state_dict has no {unregistered[0]!r}: register it with "
+            f"self.register_buffer({unregistered[0].split('.')[-1]!r}, ...) so that it is saved "
+            "with the weights and moves with .to(device) (a plain attribute does neither)."
+        )
+    values = {pname: p.detach() for pname, p in ref.named_parameters()}
+    if is_remote(mine):
+        mine._session.request("load", mine, values)
+    else:
+        agent._op_load(mine, values)
     return mine.eval(), ref.eval()
+
+
+def _run_ref(ref: nn.Module, args: tuple, train: bool, seed: int | None) -> torch.Tensor:
+    """The reference's output (first element of a tuple output) in the given mode."""
+    with RNG_LOCK, torch.random.fork_rng(devices=[]), torch.no_grad():
+        if seed is not None:
+            torch.manual_seed(seed)
+        out = ref.train(train)(*args)
+    ref.eval()
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _output(reply: dict) -> object:
+    out = reply["result"]
+    return out[0] if isinstance(out, tuple) and out else out
+
+
+def expect_module(
+    mine: nn.Module,
+    ref: nn.Module,
+    calls: list[tuple],
+    what: Callable[[tuple], str],
+    mistakes_of: Callable[..., dict[str, torch.Tensor]] | None = None,
+    hints: dict[str, str] | None = None,
+    dropout_hint: str = "",
+    seed: int = 0,
+) -> None:
+    """Everything the lectures teach about a module, call after call on ONE instance.
+
+    For each argument tuple of ``calls`` (give two lengths: a module that keeps state
+    between calls shows it on the second): the eval-mode output against the reference's
+    (``mistakes_of(ref, *args)`` names the likely mistake), a second eval call that must
+    give the same output (dropout is off in eval), a train-mode call under the same RNG
+    state as the reference (dropout placement; ``dropout_hint`` says where it goes), and a
+    backward pass whose input and parameter gradients must match the reference's.
+    A tuple output is compared by its first element.
+    """
+    name = getattr(mine, "__name__", None) or type(mine).__name__
+    for i, args in enumerate(calls):
+        label = what(args)
+        want = _run_ref(ref, args, train=False, seed=None)
+        with torch.no_grad():
+            mistakes = mistakes_of(ref, *args) if mistakes_of else {}
+        got = _output(invoke(mine, args, train=False, no_grad=True))
+        expect_close(got, want, label, mistakes, hints)
+        again = _output(invoke(mine, args, train=False, no_grad=True))
+        if not close(again, torch.as_tensor(got).detach()):
+            raise CheckFailed(
+                f"{label}: two calls in eval() mode gave different outputs. Dropout must be off "
+                "in eval mode: use the nn.Dropout module (self.dropout), which model.eval() "
+                "switches off, not F.dropout(..., training=True) or a fixed dropout_p."
+            )
+        train_seed = salted(seed * 100 + i)
+        want_train = _run_ref(ref, args, train=True, seed=train_seed)
+        got_train = _output(invoke(mine, args, train=True, no_grad=True, seed=train_seed))
+        if not close(got_train, want_train):
+            missing = close(got_train, want)
+            raise CheckFailed(
+                f"{label}, in train() mode with dropout: "
+                + (
+                    "the output is the same as in eval mode, so no dropout is applied. "
+                    if missing
+                    else "the dropout is not where the lecture puts it. "
+                )
+                + dropout_hint
+            )
+        _expect_gradients(mine, ref, args, label, train_seed)
+
+
+def _expect_gradients(mine, ref, args: tuple, label: str, seed: int) -> None:
+    """A backward pass through the learner's module gives the reference's gradients."""
+    mine_grads = invoke(mine, args, train=False, backward_seed=seed)["grads"]
+    if "error" in mine_grads:
+        raise CheckFailed(
+            f"{label}: backward() through your module failed ({mine_grads['error']}). An "
+            "in-place operation (x /= s, masked_fill_ on a tensor autograd still needs) breaks "
+            "the backward pass: compute a new tensor instead."
+        )
+    want = agent.call(ref.eval(), args, backward_seed=seed)["grads"]
+    for key, got_grad in [("input", mine_grads["input"])] + [
+        (f"parameter {n}", mine_grads["params"].get(n)) for n in want["params"]
+    ]:
+        want_grad = want["input"] if key == "input" else want["params"][key.split(" ", 1)[1]]
+        if got_grad is None or not close(got_grad, want_grad):
+            raise CheckFailed(
+                f"{label}: the gradient of the {key} differs from the reference's after "
+                "backward(): is an operation detached (.detach(), .data, torch.no_grad) or "
+                "done outside autograd (NumPy)?"
+            )
 
 
 def _attend(

@@ -1,240 +1,344 @@
-"""Grade whole notebooks: run each in a fresh kernel on a temporary copy, collect verdicts.
+"""Grade whole notebooks: run each in a fresh kernel, then grade its answers from outside.
 
-The learner's file is only read. Its copy runs in a temporary folder (also the kernel's
-working directory) with ``allow_errors``: a failing cell does not stop the run. Each
-``check()`` call appends its verdict to the file named in ``LOG_ENV``. A registered check
-that never reported gets a verdict from the cell that calls ``check("<id>"``:
+1. The notebook's code cells run in a fresh kernel whose working directory is a temporary
+   folder; the learner's file is only read. In that kernel ``check()`` only hands each
+   answer over (``agent.ANSWERS``). A failing cell does not stop the run. Outputs are
+   dropped as they arrive.
+2. The grader's process then runs every registered check of the notebook on the answers,
+   through ``remote.Remote`` proxies: the learner's code runs in the kernel, the
+   references, the secret seed salt and the comparisons stay here. Nothing the learner's
+   code does in its kernel can make a wrong or missing answer pass.
 
-* that cell raised -> ``error`` with the exception and, when an earlier cell failed, that
-  cell's error ("did an earlier cell fail?"); an unfinished exercise upstream
-  (``NotImplementedError``) -> ``not_attempted``;
-* that cell ran past the cell timeout -> ``timeout``;
-* no cell calls it -> ``not_attempted`` (check cell missing).
+Time limits: a cell running past ``cell_timeout`` seconds is interrupted; if it does not
+stop (a bare ``except:`` swallows the interrupt), or a cell kills the kernel, the kernel is
+replaced, the earlier cells are replayed without it and the later cells still run: one bad
+cell costs its own exercise, not the notebook. The whole notebook gets
+``NOTEBOOK_TIMEOUT_CELLS * cell_timeout`` seconds of cells. A check has its registered time
+limit, enforced in the kernel (even through a bare ``except:``) and, should the kernel not
+answer, by the grader.
 
-Timeouts: a cell running past ``cell_timeout`` seconds is interrupted (KeyboardInterrupt in
-the kernel) and the REMAINING CELLS STILL RUN, so one infinite loop costs one exercise, not
-the notebook. The whole notebook gets ``NOTEBOOK_TIMEOUT_CELLS * cell_timeout`` seconds;
-cells after that are not run and their checks report ``timeout`` (a loop that swallows
-KeyboardInterrupt keeps the next cells waiting until then). Cell outputs are
-dropped as they arrive, so megabytes of prints cost no memory.
+A registered check whose answer never reached ``check()`` gets its verdict from the cell
+that should have called it (``_unreported``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
+import queue
 import re
-import shutil
+import secrets
 import tempfile
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+import torch
 
-from .api import LOG_ENV, CheckResult
-from .registry import CHECKS, checks_for
+from .api import run_check
+from .expect import SALT
+from .registry import CHECKS, checks_for, load_checks
+from .remote import Kernel, KernelLost, RemoteError, RemoteTimeout, Session
+from .result import CheckResult, NotebookReport, Status
 
-__all__ = ["CELL_TIMEOUT", "NotebookReport", "grade_notebooks"]
+__all__ = [
+    "CELL_TIMEOUT",
+    "NotebookReport",
+    "KernelPool",
+    "grade_notebooks",
+    "grade_file",
+    "read_notebook",
+]
 
 CELL_TIMEOUT = 60  # seconds per cell
 NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
-_SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding attn_course/
-_CELL_TIMEOUT_NAME = "CellTimeout"  # ename the client records for an interrupted cell
+MAX_KERNELS = 4  # kernels one notebook may use (the first plus replacements)
+METADATA_KEY = "attn_course"  # notebook metadata: {"notebook": id}; cell: {"check_id": id}
+_CELL_TIMEOUT_NAME = "CellTimeout"
+_STEM = re.compile(r"^\d\d_[A-Za-z0-9_]+?(?=$|[ (\-.]| copy)")
 
 
 @dataclass
-class NotebookReport:
-    """The grading of one notebook file; ``error`` is set when it could not be graded."""
-
-    path: str
-    checks: list[CheckResult] = field(default_factory=list)
-    error: str | None = None
-    seconds: float = 0.0
-
-    @property
-    def score(self) -> int:
-        return sum(result.status == "passed" for result in self.checks)
-
-    @property
-    def max_score(self) -> int:
-        return len(self.checks)
-
-    def to_json(self) -> dict:
-        """The report's entry in the ``--json`` file."""
-        return {
-            "path": self.path,
-            "score": self.score,
-            "max_score": self.max_score,
-            "error": self.error,
-            "seconds": round(self.seconds, 2),
-            "checks": [asdict(result) for result in self.checks],
-        }
+class Cell:
+    cell_type: str
+    source: str
+    metadata: dict = field(default_factory=dict)
 
 
-class _GradingClient(NotebookClient):
-    """nbclient that keeps no outputs, records each cell's error and stops at a deadline."""
-
-    def __init__(
-        self, notebook: nbformat.NotebookNode, workdir: str, cell_timeout: int, deadline: float
-    ):
-        super().__init__(
-            notebook,
-            resources={"metadata": {"path": workdir}},
-            timeout=cell_timeout,
-            kernel_name="python3",
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            error_on_timeout={
-                "ename": _CELL_TIMEOUT_NAME,
-                "evalue": f"the cell ran longer than {cell_timeout} s and was interrupted",
-                "traceback": [],
-            },
-        )
-        self.on_cell_error = self._record_error
-        self.cell_timeout, self.deadline = cell_timeout, deadline
-        self.errors: dict[int, tuple[str, str]] = {}  # cell index -> (ename, evalue)
-        self.current_cell = -1
-
-    def _record_error(self, cell: object, cell_index: int, execute_reply: dict) -> None:
-        content = execute_reply["content"]
-        self.errors[cell_index] = (content.get("ename", "Error"), content.get("evalue", ""))
-
-    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
-        remaining = self.deadline - time.monotonic()
-        if remaining < 1:
-            if cell.cell_type == "code":
-                self.errors[cell_index] = (_CELL_TIMEOUT_NAME, "the notebook ran out of time")
-            return cell
-        self.current_cell = cell_index
-        self.timeout = int(min(self.cell_timeout, remaining))
-        return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-
-    def output(self, outs, msg, display_id, cell_index):
-        """Drop every output: grading only needs the verdict log and the cells' errors."""
-        return None
+@dataclass
+class Notebook:
+    metadata: dict
+    cells: list[Cell]
 
 
-def _kernel_env(log: Path) -> dict[str, str]:
-    """The grader's environment, plus the verdict log and this attn_course on the path."""
-    path = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, LOG_ENV: str(log), "PYTHONPATH": path}
-
-
-def _read_notebook(path: Path) -> nbformat.NotebookNode:
-    """Read and validate a notebook; ValueError with a short reason when it is not one."""
+def read_notebook(path: Path) -> Notebook:
+    """Read a notebook's JSON (no schema validation: it is slow); ValueError if it is none."""
     try:
-        notebook = nbformat.read(path, as_version=4)
-        nbformat.validate(notebook)
-    except (nbformat.reader.NotJSONError, UnicodeDecodeError) as exc:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path.name} is not a notebook: it is not valid JSON") from exc
-    except Exception as exc:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
-        raise ValueError(f"{path.name} is not a valid Jupyter notebook ({reason})") from exc
-    return notebook
+    if not isinstance(data, dict) or data.get("nbformat") != 4:
+        raise ValueError(f"{path.name} is not a valid Jupyter notebook (nbformat 4 expected)")
+    cells = []
+    for i, cell in enumerate(data.get("cells") if isinstance(data.get("cells"), list) else []):
+        source = cell.get("source", "") if isinstance(cell, dict) else None
+        source = "".join(source) if isinstance(source, list) else source
+        if not isinstance(source, str) or not isinstance(cell.get("cell_type"), str):
+            raise ValueError(f"{path.name} is not a valid Jupyter notebook (cell {i + 1})")
+        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        cells.append(Cell(cell["cell_type"], source, metadata))
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return Notebook(metadata, cells)
 
 
-def _read_log(path: Path) -> dict[str, CheckResult]:
-    """The last verdict ``check()`` logged for each id."""
-    results: dict[str, CheckResult] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                result = CheckResult(**json.loads(line))
-            except (ValueError, TypeError):
-                continue
-            results[result.id] = result
-    return results
+def notebook_id(notebook: Notebook, path: Path) -> str:
+    """The course notebook this file is: from its metadata, else from its file name.
+
+    ``03_weight_split_mha (1).ipynb`` and ``03_weight_split_mha-copy.ipynb`` fall back to
+    ``03_weight_split_mha``.
+    """
+    stamped = notebook.metadata.get(METADATA_KEY, {})
+    if isinstance(stamped, dict) and isinstance(stamped.get("notebook"), str):
+        return stamped["notebook"]
+    match = _STEM.match(path.stem)
+    return match.group(0) if match else path.stem
 
 
-def _check_cells(notebook: nbformat.NotebookNode, check_id: str) -> list[int]:
-    """Indices of the code cells that call ``check("<check_id>"``."""
+def _check_cells(notebook: Notebook, check_id: str) -> list[int]:
+    """Indices of the code cells that check ``check_id`` (metadata, else their source)."""
     call = re.compile(rf"""\bcheck\(\s*["']{re.escape(check_id)}["']""")
     return [
         i
         for i, cell in enumerate(notebook.cells)
-        if cell.cell_type == "code" and call.search(cell.source)
+        if cell.cell_type == "code"
+        and (
+            cell.metadata.get(METADATA_KEY, {}).get("check_id") == check_id
+            or call.search(cell.source)
+        )
     ]
 
 
-def _unreported(
-    check_id: str, notebook: nbformat.NotebookNode, client: _GradingClient, died: str | None
-) -> CheckResult:
-    """Verdict for a check that never reported, from the cell that should have called it."""
+class KernelPool:
+    """Kernels started ahead of time, each used for ONE notebook (fresh per submission).
+
+    ``warm`` kernels start in the background while others are in use, so kernel start-up
+    and the import of torch overlap with grading.
+    """
+
+    def __init__(self, warm: int, needed: int):
+        self._ready: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._to_start = needed
+        self._starter = ThreadPoolExecutor(max(1, warm), thread_name_prefix="kernel-start")
+        for _ in range(min(warm, needed)):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            if self._to_start <= 0:
+                return
+            self._to_start -= 1
+        self._starter.submit(self._start_one)
+
+    def _start_one(self) -> None:
+        try:
+            self._ready.put(Kernel())
+        except Exception as exc:  # reported by get()
+            self._ready.put(exc)
+
+    def get(self) -> Kernel:
+        """A started kernel (waits for one); starts the next in the background."""
+        self._spawn()
+        kernel = self._ready.get(timeout=300)
+        if isinstance(kernel, Exception):
+            raise kernel
+        return kernel
+
+    def close(self) -> None:
+        self._starter.shutdown(wait=True)
+        while not self._ready.empty():
+            kernel = self._ready.get()
+            if isinstance(kernel, Kernel):
+                kernel.shutdown()
+
+
+class _Execution:
+    """Runs a notebook's code cells in a kernel, replacing the kernel when a cell breaks it."""
+
+    def __init__(self, notebook: Notebook, workdir: Path, first: Kernel, cell_timeout: int):
+        self.notebook, self.workdir, self.cell_timeout = notebook, workdir, cell_timeout
+        self.errors: dict[int, tuple[str, str]] = {}  # cell index -> (ename, evalue)
+        self.skipped: set[int] = set()  # cells that broke a kernel: not replayed
+        self.ran: list[int] = []  # cells run in the current kernel, in order
+        self.kernels = 1
+        self.died: str | None = None  # why the cells stopped early
+        self.kernel = first
+        self._enter(first)
+
+    def _enter(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        kernel.execute(f"import os; os.chdir({str(self.workdir)!r})", timeout=30, silent=True)
+
+    def replace_kernel(self) -> bool:
+        """A fresh kernel with the cells run so far replayed (False when out of kernels)."""
+        self.kernel.shutdown()
+        if self.kernels >= MAX_KERNELS:
+            return False
+        self.kernels += 1
+        self._enter(Kernel())
+        replay, self.ran = [i for i in self.ran if i not in self.skipped], []
+        for i in replay:
+            self._run_cell(i, record=False)
+        return True
+
+    def _run_cell(self, index: int, record: bool = True, timeout: float | None = None) -> bool:
+        """Run one cell; False when the kernel had to go (the cell is then skipped)."""
+        cell = self.notebook.cells[index]
+        try:
+            reply = self.kernel.execute(cell.source, timeout or self.cell_timeout)
+        except KernelLost as lost:
+            self.errors[index] = (_CELL_TIMEOUT_NAME, f"the cell {lost}")
+            self.skipped.add(index)
+            return False
+        self.ran.append(index)
+        if record and reply.get("status") == "timeout":
+            self.errors[index] = (
+                _CELL_TIMEOUT_NAME,
+                f"the cell ran longer than {self.cell_timeout} s and was interrupted",
+            )
+        elif record and reply.get("status") == "error":
+            self.errors[index] = (str(reply.get("ename", "Error")), str(reply.get("evalue", "")))
+        return True
+
+    def run_all(self) -> None:
+        deadline = time.monotonic() + NOTEBOOK_TIMEOUT_CELLS * self.cell_timeout
+        for index, cell in enumerate(self.notebook.cells):
+            if cell.cell_type != "code" or not cell.source.strip():
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining < 1:
+                self.errors[index] = (_CELL_TIMEOUT_NAME, "the notebook ran out of time")
+                continue
+            if not self._run_cell(index, timeout=min(self.cell_timeout, remaining)):
+                if not self.replace_kernel():
+                    self.died = f"the Python kernel stopped while running cell {index + 1}"
+                    return
+
+
+def _unreported(check_id: str, notebook: Notebook, run: _Execution) -> CheckResult:
+    """Verdict for a check whose answer never reached check(), from the cell that calls it."""
     cells = _check_cells(notebook, check_id)
     if not cells:
         return CheckResult(
-            check_id, "not_attempted", f'check cell missing: no cell calls check("{check_id}", ...)'
+            check_id,
+            Status.NOT_ATTEMPTED,
+            f'check cell missing: no cell calls check("{check_id}", ...)',
         )
-    index = next((i for i in cells if i in client.errors), cells[0])
+    index = next((i for i in cells if i in run.errors), cells[0])
     name = f"cell {index + 1}"
-    if died and index >= client.current_cell:
-        return CheckResult(check_id, "error", f"{name} did not run: {died}")
-    if index not in client.errors:
-        return CheckResult(check_id, "not_attempted", f"{name} ran but never called check()")
-    ename, evalue = client.errors[index]
+    if run.died and index not in run.ran and index not in run.errors:
+        return CheckResult(check_id, Status.ERROR, f"{name} did not run: {run.died}")
+    if index not in run.errors:
+        return CheckResult(check_id, Status.NOT_ATTEMPTED, f"{name} ran but never called check()")
+    ename, evalue = run.errors[index]
     if ename in (_CELL_TIMEOUT_NAME, "KeyboardInterrupt"):
-        return CheckResult(check_id, "timeout", f"{name}: {evalue or 'interrupted'}")
+        return CheckResult(check_id, Status.TIMEOUT, f"{name}: {evalue or 'interrupted'}")
     if ename == "NotImplementedError":
-        return CheckResult(check_id, "not_attempted", f"{name} still raises NotImplementedError")
+        return CheckResult(
+            check_id, Status.NOT_ATTEMPTED, f"{name} still raises NotImplementedError"
+        )
     message = f"{name} raised {ename}: {evalue}".strip().rstrip(":")[:300]
-    earlier = [i for i in sorted(client.errors) if i < index]
+    earlier = [i for i in sorted(run.errors) if i < index]
     if not earlier:
-        return CheckResult(check_id, "error", message)
+        return CheckResult(check_id, Status.ERROR, message)
     # The likely cause: the last earlier failure that is not itself a NameError.
-    cause = next((i for i in reversed(earlier) if client.errors[i][0] != "NameError"), earlier[-1])
-    cause_ename, cause_evalue = client.errors[cause]
+    cause = next((i for i in reversed(earlier) if run.errors[i][0] != "NameError"), earlier[-1])
+    cause_ename, cause_evalue = run.errors[cause]
     if cause_ename == "NotImplementedError":
         return CheckResult(
-            check_id, "not_attempted", f"cell {cause + 1} still raises NotImplementedError"
+            check_id, Status.NOT_ATTEMPTED, f"cell {cause + 1} still raises NotImplementedError"
         )
     return CheckResult(
         check_id,
-        "error",
+        Status.ERROR,
         f"{message}. Did an earlier cell fail? cell {cause + 1} raised "
         f"{cause_ename}: {cause_evalue}"[:400],
     )
 
 
-async def _grade(path: Path, cell_timeout: int) -> NotebookReport:
-    """Grade one notebook file."""
+def _grade_answers(specs, notebook: Notebook, run: _Execution, salt: int) -> list[CheckResult]:
+    """Each check run here, on the answer that the kernel holds."""
+    results = []
+    for spec in specs:
+        if run.died and not run.kernel.alive():
+            results.append(_unreported(spec.id, notebook, run))
+            continue
+        session = Session(run.kernel, run.workdir)
+        session.start_check(spec.time_limit)
+        token = SALT.set(salt)
+        try:
+            obj = session.resolve(spec.id)
+            result = run_check(spec, obj, local=False)
+            if session.uses_reference:
+                result = CheckResult(result.id, result.status, result.message, True)
+        except KeyError:
+            result = _unreported(spec.id, notebook, run)
+        except (RemoteError, RemoteTimeout) as exc:
+            result = CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
+        except KernelLost as lost:
+            result = CheckResult(
+                spec.id,
+                Status.TIMEOUT if "interrupt" in str(lost) else Status.ERROR,
+                f"while your code ran, {lost}",
+            )
+            if not run.replace_kernel():
+                run.died = "the Python kernel had to be stopped too often"
+        finally:
+            SALT.reset(token)
+        results.append(result)
+    return results
+
+
+def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -> NotebookReport:
+    """Grade one notebook file with a kernel from ``pool``."""
+    start = time.monotonic()
     report = NotebookReport(str(path))
-    specs = checks_for(path.stem)
+    try:
+        notebook = read_notebook(path)
+    except ValueError as exc:
+        report.error = str(exc)
+        report.notebook = notebook_id(Notebook({}, []), path)
+        report.checks = [
+            CheckResult(s.id, Status.ERROR, report.error) for s in checks_for(report.notebook)
+        ]
+        return report
+    report.notebook = notebook_id(notebook, path)
+    specs = checks_for(report.notebook)
     if not specs:
         notebooks = ", ".join(sorted({spec.notebook for spec in CHECKS.values()}))
         report.error = (
-            f"no checks for {path.stem!r}: the file name must be a course notebook's ({notebooks})"
+            f"no checks for {report.notebook!r}: this is not one of the course's exercise "
+            f"notebooks ({notebooks}); its metadata and file name say neither"
         )
         return report
+    kernel = pool.get()
+    report.timings["kernel_wait"] = time.monotonic() - start
     with tempfile.TemporaryDirectory(prefix="attn-grade-") as tmp:
-        copy, log = Path(tmp) / path.name, Path(tmp) / "verdicts.jsonl"
-        shutil.copyfile(path, copy)
+        run = _Execution(notebook, Path(tmp), kernel, cell_timeout)
         try:
-            notebook = _read_notebook(copy)
-        except ValueError as exc:
-            report.error = str(exc)
-            report.checks = [CheckResult(s.id, "error", report.error) for s in specs]
-            return report
-        deadline = time.monotonic() + NOTEBOOK_TIMEOUT_CELLS * cell_timeout
-        client = _GradingClient(notebook, tmp, cell_timeout, deadline)
-        died = None
-        try:
-            await client.async_execute(env=_kernel_env(log))
-        except DeadKernelError:
-            died = f"the Python kernel died while running cell {client.current_cell + 1}"
-            report.error = died
-        except Exception as exc:  # the kernel could not start, or nbclient itself failed
-            died = f"grading stopped: {type(exc).__name__}: {exc}"[:300]
-            report.error = died
-        logged = _read_log(log)
-    report.checks = [
-        logged.get(spec.id) or _unreported(spec.id, notebook, client, died) for spec in specs
-    ]
+            phase = time.monotonic()
+            run.run_all()
+            report.timings["cells"] = time.monotonic() - phase
+            phase = time.monotonic()
+            report.checks = _grade_answers(specs, notebook, run, secrets.randbits(30))
+            report.timings["checks"] = time.monotonic() - phase
+        finally:
+            run.kernel.shutdown()
+    if run.died:
+        report.error = run.died
+    report.seconds = time.monotonic() - start
     return report
 
 
@@ -247,26 +351,25 @@ def grade_notebooks(
     """Grade ``paths`` with up to ``jobs`` kernels at a time; reports in the order of ``paths``.
 
     Args:
-        paths: notebook files; their stems name the checks (``03_weight_split_mha``).
+        paths: notebook files (identified by metadata, else by file name).
         cell_timeout: seconds a cell may run before it is interrupted.
-        jobs: notebooks graded in parallel (one kernel each).
+        jobs: notebooks graded in parallel (one fresh kernel each).
         on_done: called with each report as soon as it is ready (progress display).
     """
     if jobs < 1:
         raise ValueError(f"jobs={jobs} must be at least 1.")
+    load_checks()
+    torch.set_num_threads(1)  # the kernels need the cores
+    pool = KernelPool(warm=jobs, needed=len(paths))
 
-    async def run_all() -> list[NotebookReport]:
-        slots = asyncio.Semaphore(jobs)
+    def one(path: Path) -> NotebookReport:
+        report = grade_file(Path(path), pool, cell_timeout)
+        if on_done:
+            on_done(report)
+        return report
 
-        async def one(path: Path) -> NotebookReport:
-            async with slots:
-                start = time.monotonic()
-                report = await _grade(path, cell_timeout)
-                report.seconds = time.monotonic() - start
-            if on_done:
-                on_done(report)
-            return report
-
-        return list(await asyncio.gather(*(one(path) for path in paths)))
-
-    return asyncio.run(run_all())
+    try:
+        with ThreadPoolExecutor(jobs, thread_name_prefix="grade") as workers:
+            return list(workers.map(one, paths))
+    finally:
+        pool.close()

@@ -1,0 +1,325 @@
+"""The kernel side of official grading: runs the grader's requests on the learner's objects.
+
+The grader (``remote.py``, another process) writes a request with ``torch.save`` and runs
+``serve(request, reply)`` in the learner's kernel. The reply holds DATA only (tensors,
+arrays, numbers, strings, containers of those), read back with ``torch.load(...,
+weights_only=True)``; any other object stays in the kernel and is named by a handle. The
+grader computes every verdict on its own side from that data, so nothing in this module
+has to be trusted: a learner who tampers with it can only send back wrong data, or the
+right data, which means computing the right answer.
+
+``check()`` in the kernel (official mode, ``OFFICIAL_ENV`` set) only stores the answer in
+``ANSWERS``; ``resolve`` hands it to the grader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from .errors import caused_by, describe_error
+
+__all__ = ["OFFICIAL_ENV", "ANSWERS", "serve", "call", "module_info", "time_limit", "TimeLimit"]
+
+OFFICIAL_ENV = "ATTN_COURSE_OFFICIAL"
+ANSWERS: dict[str, object] = {}  # check id -> the object the learner passed to check()
+_MISSING = {"__missing__": True}
+_HANDLES: dict[int, object] = {}
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+_GRADING_DIR = str(Path(__file__).resolve().parent)
+
+
+class TimeLimit(BaseException):
+    """The time limit of a check ran out (a BaseException: ``except Exception`` cannot eat it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise ``TimeLimit`` after ``seconds``, even through a bare ``except:``.
+
+    SIGALRM raises it once; a handler that swallows it is then hit by a trace function
+    that raises again on every line run, and a raise inside an ``except`` block leaves that
+    block. Main thread only (elsewhere the block runs without a limit).
+    """
+    if not seconds or not hasattr(signal, "SIGALRM") or not _on_main_thread():
+        yield
+        return
+    expired = False
+
+    def tracer(frame, event, arg):
+        if expired and event == "line":
+            raise TimeLimit
+        return tracer
+
+    def on_alarm(signum, frame):
+        nonlocal expired
+        expired = True
+        sys.settrace(tracer)
+        while frame is not None:  # frames already running get the tracer too
+            frame.f_trace, frame.f_trace_lines = tracer, True
+            frame = frame.f_back
+        raise TimeLimit
+
+    previous_trace = sys.gettrace()
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if expired:
+            sys.settrace(previous_trace)
+            frame = sys._getframe()
+            while frame is not None:
+                frame.f_trace = None
+                frame = frame.f_back
+
+
+def _on_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+# ---- data <-> handles -------------------------------------------------------------------
+
+
+def encode(value: object, depth: int = 0) -> object:
+    """A weights-only-loadable tree for data; a handle dict for anything else."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if value is Ellipsis:
+        return {"__ellipsis__": True}
+    if isinstance(value, torch.Tensor):
+        return value.detach().as_subclass(torch.Tensor).clone()
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value).copy())}
+    if isinstance(value, np.generic) and not isinstance(value, np.object_):
+        return {"__npscalar__": torch.from_numpy(np.asarray(value).reshape(1).copy())}
+    if isinstance(value, torch.Size):
+        return {"__size__": [int(n) for n in value]}
+    if isinstance(value, torch.dtype):
+        return {"__dtype__": str(value)}
+    if depth < 8 and isinstance(value, tuple | list):
+        items = [encode(v, depth + 1) for v in value]
+        return {"__tuple__": items} if isinstance(value, tuple) else items
+    if depth < 8 and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"__dict__": {k: encode(v, depth + 1) for k, v in value.items()}}
+    handle = len(_HANDLES) + 1
+    _HANDLES[handle] = value
+    return {"__handle__": handle, "info": _describe(value)}
+
+
+def _describe(value: object) -> dict:
+    """What the grader may know about a handle's object (kind, name, reference use)."""
+    is_class = isinstance(value, type)
+    return {
+        "kind": "class" if is_class else "module" if isinstance(value, nn.Module) else "other",
+        "name": getattr(value, "__name__", type(value).__name__),
+        "module_class": is_class and issubclass(value, nn.Module),
+        "reference": _is_reference(value),
+    }
+
+
+def _is_reference(value: object) -> bool:
+    """Whether ``value`` IS course package code: the package's own class or function, or a
+    subclass that adds neither ``__init__`` nor ``forward`` of its own."""
+    if (getattr(value, "__module__", None) or "").startswith("attn_course."):
+        return ".grading" not in value.__module__
+    if not isinstance(value, type):
+        return False
+    for cls in value.__mro__:
+        if cls.__module__.startswith("attn_course."):
+            return True
+        if "__init__" in vars(cls) or "forward" in vars(cls):
+            return False
+    return False
+
+
+def _decode(value: object) -> object:
+    """Requests carry plain data, modules (pickled whole) and handles."""
+    if isinstance(value, dict) and "__handle__" in value:
+        return _HANDLES[value["__handle__"]]
+    if isinstance(value, dict) and "__ndarray__" in value:
+        return value["__ndarray__"].numpy()
+    if isinstance(value, dict) and "__tuple__" in value:
+        return tuple(_decode(v) for v in value["__tuple__"])
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def _after(value: object) -> object:
+    """An argument after the call: a module's state, a tensor's or array's values."""
+    if isinstance(value, nn.Module):
+        return {k: v.detach().clone() for k, v in value.state_dict().items()}
+    return value if isinstance(value, torch.Tensor | np.ndarray) else None
+
+
+class _SdpaCounter(TorchFunctionMode):
+    """Counts calls of F.scaled_dot_product_attention, however the learner reached it."""
+
+    calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is F.scaled_dot_product_attention:
+            self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+class _ReferenceCalls:
+    """A profile hook that collects the names of the course package's functions called."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def __call__(self, frame, event, arg):
+        if event == "call":
+            filename = frame.f_code.co_filename
+            if filename.startswith(_PACKAGE_DIR) and not filename.startswith(_GRADING_DIR):
+                self.names.add(frame.f_code.co_qualname)
+
+
+# ---- operations -------------------------------------------------------------------------
+
+
+def _op_resolve(check_id: str) -> object:
+    return ANSWERS[check_id] if check_id in ANSWERS else _MISSING
+
+
+def _op_getattr(obj: object, name: str) -> object:
+    return getattr(obj, name)
+
+
+def _op_build(cls: type, args: tuple, seed: int) -> dict:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        instance = cls(*args)
+    if not isinstance(instance, nn.Module):
+        return {"instance": instance, "module": False}
+    return {"instance": instance, "module": True, **module_info(instance)}
+
+
+def module_info(module: nn.Module) -> dict:
+    """Parameter names and shapes, buffer names, state_dict keys."""
+    return {
+        "parameters": {n: tuple(p.shape) for n, p in module.named_parameters()},
+        "buffers": [n for n, _ in module.named_buffers()],
+        "state_keys": list(module.state_dict()),
+    }
+
+
+def _op_load(module: nn.Module, values: dict) -> None:
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, value in values.items():
+            params[name].copy_(value)
+
+
+def call(func, args, kwargs=None, seed=None, no_grad=False, train=None, backward_seed=None):
+    """Call ``func``; the result, the arguments afterwards and whatever the options ask for.
+
+    Args:
+        seed: seed torch's RNG for the call (dropout masks), restoring it afterwards.
+        no_grad: run under ``torch.no_grad()``.
+        train: put the module ``func`` in train (True) or eval (False) mode first.
+        backward_seed: also backpropagate sum(output * g), g drawn from this seed, and
+            return the gradients of the first argument and of ``func``'s parameters.
+    """
+    kwargs = kwargs or {}
+    reply: dict = {}
+    if train is not None:
+        func.train(train)
+    if backward_seed is not None:
+        args = tuple(
+            a.detach().clone().requires_grad_(True) if _is_float_tensor(a) else a for a in args
+        )
+    with contextlib.ExitStack() as stack:
+        if seed is not None:
+            stack.enter_context(torch.random.fork_rng(devices=[]))
+            torch.manual_seed(seed)
+        if no_grad:
+            stack.enter_context(torch.no_grad())
+        counter = stack.enter_context(_SdpaCounter())
+        reply["result"] = func(*args, **kwargs)
+        reply["sdpa_calls"] = counter.calls
+    if backward_seed is not None:
+        reply["grads"] = _backward(func, reply["result"], args, backward_seed)
+    reply["after"] = [_after(a) for a in (*args, *kwargs.values())]
+    return reply
+
+
+def _is_float_tensor(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _backward(module, output, inputs, seed: int) -> dict:
+    """Gradients of sum(output * g), g standard normal from ``seed``; or the error."""
+    output = output[0] if isinstance(output, tuple) and output else output
+    if not isinstance(output, torch.Tensor) or not output.requires_grad:
+        return {"error": "the output is not connected to the input and the weights"}
+    g = torch.randn(output.shape, generator=torch.Generator().manual_seed(seed))
+    params = dict(module.named_parameters()) if isinstance(module, nn.Module) else {}
+    for p in params.values():
+        p.grad = None
+    try:
+        (output * g).sum().backward()
+    except RuntimeError as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+    first = inputs[0] if inputs else None
+    grads = {
+        "input": first.grad.detach().clone() if _is_float_tensor(first) and first.grad is not None
+        else None,
+        "params": {n: p.grad.detach().clone() for n, p in params.items() if p.grad is not None},
+    }
+    for p in params.values():
+        p.grad = None
+    return grads
+
+
+_OPS = {"resolve": _op_resolve, "getattr": _op_getattr, "build": _op_build, "load": _op_load}
+
+
+def serve(request_path: str, reply_path: str) -> None:
+    """Run one request from the grader and write the reply (never raises)."""
+    reply: dict
+    reference = _ReferenceCalls()
+    try:
+        request = torch.load(request_path, weights_only=False)
+        op, limit = request["op"], request.get("time_limit")
+        args = [_decode(a) for a in request["args"]]
+        kwargs = {k: _decode(v) for k, v in request.get("kwargs", {}).items()}
+        previous_profile = sys.getprofile()
+        sys.setprofile(reference)
+        try:
+            with time_limit(limit):
+                if op == "call":
+                    value = call(args[0], args[1:], kwargs, **request.get("options", {}))
+                else:
+                    value = _OPS[op](*args, **kwargs)
+                value = encode(value)
+        finally:
+            sys.setprofile(previous_profile)
+        reply = {"value": value}
+    except TimeLimit:
+        reply = {"timeout": True}
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt from learner code too
+        reply = {
+            "exception": {
+                "ename": type(exc).__name__,
+                "message": describe_error(exc),
+                "not_implemented": caused_by(exc, NotImplementedError),
+            }
+        }
+    reply["package_calls"] = sorted(reference.names)
+    torch.save(reply, reply_path)

@@ -1,0 +1,253 @@
+"""The grader side of official grading: a kernel, and proxies for the learner's objects in it.
+
+``Kernel`` runs code in a fresh Jupyter kernel (no outputs kept). ``Session`` sends
+requests to ``agent.serve`` in that kernel and reads back DATA only (``torch.load`` with
+``weights_only=True``). ``Remote`` stands for a learner's object that stays in the kernel:
+calling it, building it, reading an attribute all run there; tensors, arrays and numbers
+come back by value. The checks run in the grader's process on those values, with the
+grader's references and a secret salt on every random input (``expect.SALT``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .agent import OFFICIAL_ENV
+
+__all__ = ["Kernel", "KernelLost", "Session", "Remote", "RemoteError", "RemoteTimeout"]
+
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding attn_course/
+INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it is killed
+REQUEST_GRACE = 5.0  # seconds beyond the check's limit before the grader stops waiting
+
+
+class KernelLost(Exception):
+    """The kernel died, or ran away and had to be killed."""
+
+
+class RemoteError(Exception):
+    """The learner's code raised; ``message`` points at the learner's line."""
+
+    def __init__(self, ename: str, message: str, not_implemented: bool):
+        super().__init__(message)
+        self.ename, self.message, self.not_implemented = ename, message, not_implemented
+
+
+class RemoteTimeout(Exception):
+    """The check's time ran out while the learner's code was running."""
+
+
+class Kernel:
+    """A fresh python3 kernel; ``execute`` runs code and returns the execute_reply content."""
+
+    def __init__(self, preload: str = "import torch, numpy, attn_course.grading"):
+        from jupyter_client.manager import KernelManager  # not needed by check() in a notebook
+
+        path = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, OFFICIAL_ENV: "1", "PYTHONPATH": path}
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel(extra_arguments=["--IPKernelApp.log_level=ERROR"], env=env)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=120)
+        if preload:  # pays the import of torch before the learner's first cell
+            self.execute(preload, timeout=120, silent=True)
+
+    def alive(self) -> bool:
+        return self.manager.is_alive()
+
+    def _drain_outputs(self) -> None:
+        """Drop what the kernel printed: grading keeps no outputs."""
+        channel = self.client.iopub_channel
+        while channel.msg_ready():
+            channel.get_msg(timeout=0)
+
+    def execute(self, code: str, timeout: float, silent: bool = False) -> dict:
+        """Run ``code``; the reply content, or ``{"status": "timeout"}`` after an interrupt.
+
+        Raises:
+            KernelLost: the kernel died, or did not stop within INTERRUPT_GRACE seconds
+                of the interrupt (it is then killed).
+        """
+        msg_id = self.client.execute(
+            code, silent=silent, store_history=not silent, allow_stdin=False, stop_on_error=False
+        )
+        deadline, interrupted = time.monotonic() + timeout, False
+        while True:
+            self._drain_outputs()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if interrupted:
+                    self.shutdown()
+                    raise KernelLost("it kept running after an interrupt and was stopped")
+                self.manager.interrupt_kernel()
+                deadline, interrupted = time.monotonic() + INTERRUPT_GRACE, True
+                continue
+            try:
+                msg = self.client.get_shell_msg(timeout=min(0.2, remaining))
+            except queue.Empty:
+                if not self.alive():
+                    raise KernelLost("the Python kernel died") from None
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return {"status": "timeout"} if interrupted else msg["content"]
+
+    def shutdown(self) -> None:
+        try:
+            self.client.stop_channels()
+            self.manager.shutdown_kernel(now=True)
+        except Exception:  # already gone
+            pass
+
+
+def _to_kernel(value: object) -> object:
+    """Request arguments: data as is, ndarrays and tuples tagged, proxies by handle."""
+    if isinstance(value, Remote):
+        return {"__handle__": value._handle}
+    if isinstance(value, np.ndarray):
+        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value))}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_to_kernel(v) for v in value]}
+    if isinstance(value, list):
+        return [_to_kernel(v) for v in value]
+    return value
+
+
+class Session:
+    """The requests of one notebook's grading to the agent in ``kernel``."""
+
+    def __init__(self, kernel: Kernel, workdir: Path):
+        self.kernel, self.workdir = kernel, workdir
+        self.counter = itertools.count()
+        self.deadline = float("inf")  # of the check being graded (time.monotonic())
+        self.uses_reference = False  # of the check being graded
+        self.answer_name = ""
+
+    def start_check(self, time_limit: float) -> None:
+        self.deadline = time.monotonic() + time_limit
+        self.uses_reference, self.answer_name = False, ""
+
+    def request(self, op: str, *args: object, **extra: object) -> object:
+        """Run ``op`` in the kernel; the decoded value, or RemoteError / RemoteTimeout."""
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise RemoteTimeout
+        n = next(self.counter)
+        request_path = self.workdir / f".grader-request-{n}.pt"
+        reply_path = self.workdir / f".grader-reply-{n}.pt"
+        torch.save(
+            {
+                "op": op,
+                "args": [_to_kernel(a) for a in args],
+                "kwargs": {k: _to_kernel(v) for k, v in extra.pop("kwargs", {}).items()},
+                "time_limit": remaining,
+                **extra,
+            },
+            request_path,
+        )
+        code = (
+            "__import__('attn_course.grading.agent', fromlist=['serve'])"
+            f".serve({str(request_path)!r}, {str(reply_path)!r})"
+        )
+        content = self.kernel.execute(code, remaining + REQUEST_GRACE, silent=True)
+        if content.get("status") == "timeout":
+            raise RemoteTimeout
+        try:
+            reply = torch.load(reply_path, weights_only=True)
+        except Exception as exc:
+            raise RemoteError(
+                "GradingError", f"the kernel sent no readable answer ({type(exc).__name__})", False
+            ) from None
+        finally:
+            request_path.unlink(missing_ok=True)
+            reply_path.unlink(missing_ok=True)
+        if not isinstance(reply, dict):
+            raise RemoteError("GradingError", "the kernel sent an unreadable answer", False)
+        if self.answer_name and self.answer_name in reply.get("package_calls", []):
+            self.uses_reference = True
+        if reply.get("timeout"):
+            raise RemoteTimeout
+        if "exception" in reply:
+            e = reply["exception"]
+            raise RemoteError(str(e["ename"]), str(e["message"]), bool(e["not_implemented"]))
+        return self.decode(reply.get("value"))
+
+    def resolve(self, check_id: str) -> object:
+        """The object the learner passed to ``check(check_id, ...)``; KeyError if none."""
+        value = self.request("resolve", check_id)
+        if isinstance(value, dict) and value.get("__missing__"):
+            raise KeyError(check_id)
+        if isinstance(value, Remote):
+            self.uses_reference = value._info.get("reference", False)
+            self.answer_name = value.__name__
+        return value
+
+    def decode(self, value: object) -> object:
+        if isinstance(value, list):
+            return [self.decode(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if "__handle__" in value:
+            return Remote(self, value["__handle__"], value["info"])
+        if "__ndarray__" in value:
+            return value["__ndarray__"].numpy()
+        if "__ellipsis__" in value:
+            return Ellipsis
+        if "__npscalar__" in value:
+            return value["__npscalar__"].numpy()[0]
+        if "__size__" in value:
+            return torch.Size(value["__size__"])
+        if "__dtype__" in value:
+            return getattr(torch, value["__dtype__"].removeprefix("torch."))
+        if "__tuple__" in value:
+            return tuple(self.decode(v) for v in value["__tuple__"])
+        if "__dict__" in value:
+            return {k: self.decode(v) for k, v in value["__dict__"].items()}
+        return {k: self.decode(v) for k, v in value.items()}
+
+
+class Remote:
+    """A learner's object that lives in the kernel.
+
+    ``isinstance(proxy, type)`` holds for a class and ``isinstance(proxy, nn.Module)`` for a
+    module, so checks written for local objects keep working; calls run in the kernel.
+    """
+
+    def __init__(self, session: Session, handle: int, info: dict):
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "_handle", handle)
+        object.__setattr__(self, "_info", info)
+        object.__setattr__(self, "__name__", str(info.get("name", "?")))
+
+    @property
+    def __class__(self) -> type:  # noqa: D105
+        kind = self._info.get("kind")
+        return type if kind == "class" else nn.Module if kind == "module" else Remote
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._session.request("getattr", self, name)
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        return self.call(args, kwargs)["result"]
+
+    def call(self, args: tuple, kwargs: dict, **options: object) -> dict:
+        """The agent's call reply: ``result``, ``after`` (the arguments), ``sdpa_calls``..."""
+        return self._session.request("call", self, *args, kwargs=kwargs, options=options)
+
+    def __repr__(self) -> str:
+        return f"<learner's {self._info.get('kind')} {self.__name__}>"
+
+
+def is_remote(obj: object) -> bool:
+    return type(obj) is Remote
+

@@ -31,9 +31,99 @@ HINTS: dict[str, str] = {
     "queries @ keys.transpose(-2, -1).",
     "keys_queries_swapped": "the scores are keys @ queries^T (transposed): "
     "use queries @ keys.transpose(-2, -1) so row i belongs to query i.",
+    "nan": "contains NaN where the reference has none. A row with every score -inf gives NaN "
+    "after the softmax; overflowing exp gives inf.",
+    # the causal mask
+    "causal_inverted": "mask inverted: True must mean HIDDEN, i.e. the future (above the "
+    "diagonal).",
+    "causal_past": "the mask hides the past (below the diagonal) instead of the future: "
+    "use torch.triu, not torch.tril.",
+    # multi-head attention
+    "split_reshape": "heads split with reshape/view straight to (b, num_heads, num_tokens, "
+    "head_dim), which mixes tokens and heads: view as (b, num_tokens, num_heads, head_dim), "
+    "then transpose(1, 2).",
+    "merge_no_transpose": "heads merged without transposing back: transpose(1, 2) to (b, "
+    "num_tokens, num_heads, head_dim) before .contiguous().view(b, num_tokens, d_out).",
+    "scale_d_out": "scores scaled by sqrt(d_out) instead of sqrt(head_dim): each head's dot "
+    "products have head_dim terms, so divide by head_dim ** 0.5.",
+    "no_out_proj": "missing out_proj: apply self.out_proj to the merged heads.",
+    "wrapper_out_proj": "the heads are right but the wrapper has no output projection: "
+    "set mha.out_proj to the identity (weight = torch.eye(d_out), bias = 0).",
+    # F.scaled_dot_product_attention
+    "sdpa_mask_lost": "no causal mask: pass is_causal=True to F.scaled_dot_product_attention.",
+    "sdpa_attn_mask": "mask inverted: F.scaled_dot_product_attention's boolean attn_mask is "
+    "True where attention is ALLOWED, the opposite of causal_mask; use is_causal=True.",
+    # split and merge
+    "split_view": "heads split with reshape/view straight to (b, num_heads, num_tokens, "
+    "head_dim): that mixes tokens and heads. View as (b, num_tokens, num_heads, head_dim), "
+    "then transpose(1, 2).",
+    "merge_view": "heads merged without transposing back: transpose(1, 2) to (b, num_tokens, "
+    "num_heads, head_dim) first, then .contiguous().view(b, num_tokens, d_out).",
+    # padding mask
+    "padding_inverted": "mask inverted: True must mark the PADDED positions (hidden).",
+    "padding_one_less": "off by one: position `length` is the first padded one (positions "
+    "count from 0), so hide positions >= length.",
+    "padding_one_more": "off by one: the last real token (position length - 1) is hidden too.",
+    # feed-forward
+    "no_activation": "missing the activation: without it the two linears collapse into one. "
+    "Apply ReLU between linear1 and linear2.",
+    "activation_last": "the ReLU belongs between linear1 and linear2, not after linear2.",
+    "gelu": "this feed-forward uses ReLU (the original transformer), not GELU.",
+    # layer norm
+    "unbiased": "use the biased variance: x.var(dim=-1, keepdim=True, unbiased=False), like "
+    "nn.LayerNorm.",
+    "eps_outside": "eps goes inside the square root: sqrt(var + eps), not sqrt(var) + eps "
+    "(the two differ for rows whose values barely differ).",
+    "no_eps": "eps is missing: a row whose values are all equal has variance 0, and 0 / 0 is "
+    "NaN. Divide by torch.sqrt(var + self.eps).",
+    "norm_dim": "normalise each token vector: mean and variance over the last dim (dim=-1, "
+    "keepdim=True).",
+    "no_affine": "missing the learned scale and shift: return scale * norm + shift.",
+    "nan_layer_norm": "contains NaN: a row whose values are all equal has variance 0, so "
+    "dividing by sqrt(var) is 0 / 0. Put eps inside the square root: sqrt(var + eps).",
+    # encoder layer (post-LN)
+    "no_residual": "encoder layer without residual: add the sublayer's input back before each "
+    "norm: norm1(x + attn_out), norm2(x + ffn_out).",
+    "no_norm": "encoder layer without norm: apply norm1 and norm2 to the residual sums "
+    "(post-LN).",
+    "neither": "neither the residual connections nor the norms are applied: "
+    "x = norm1(x + attn_out), then norm2(x + ffn_out).",
+    "pre_ln": "this is pre-LN (GPT-2 style); this encoder layer is post-LN: the norm comes "
+    "AFTER adding the residual.",
+    "norm1_twice": "norm1 is used twice: the second Add & Norm must use norm2 (the two norms "
+    "learn different scales and shifts).",
+    "norms_swapped": "norm1 and norm2 are swapped: norm1 follows the attention, norm2 the "
+    "feed-forward.",
+    "mask_ignored": "the padding mask is not used: pass mask to the self-attention.",
+    # GPT-2 block (pre-LN)
+    "post_ln": "this is post-LN; GPT-2's block is pre-LN: x = x + att(norm1(x)), then "
+    "x = x + ff(norm2(x)).",
+    "block_no_residual": "missing the shortcut connections: add x back after the attention "
+    "and after the feed-forward.",
+    "block_norm1_twice": "norm1 is used twice: the feed-forward's input is norm2(x).",
+    "block_norms_swapped": "norm1 and norm2 are swapped: att(norm1(x)), then ff(norm2(x)).",
+    # where dropout goes (train mode, same RNG state as the reference)
+    "dropout_attention": "Apply self.dropout to the attention weights, after the softmax and "
+    "before multiplying by the values (not to the scores, not to the context vectors).",
+    "dropout_sdpa": "Pass dropout_p=self.dropout.p to F.scaled_dot_product_attention in "
+    "training mode and 0.0 in eval mode (dropout_p=self.dropout.p if self.training else 0.0).",
+    "dropout_feed_forward": "Apply self.dropout after the ReLU, between linear1 and linear2.",
+    "dropout_encoder": "Apply self.dropout to each sublayer's output before adding the "
+    "residual: norm1(x + dropout(attn_out)), then norm2(x + dropout(ffn_out)); the attention "
+    "and the feed-forward apply their own dropout inside.",
+    "dropout_block": "Apply drop_shortcut to each sublayer's output before adding the "
+    "shortcut: x + drop_shortcut(att(norm1(x))), then x + drop_shortcut(ff(norm2(x))).",
 }
 
 NUMPY_HINTS: dict[str, str] = {
+    "overflow": "exp overflows for large scores (exp(1000) = inf): subtract the max along the "
+    "axis first (it does not change the result).",
+    "wrong_axis": "normalised along the wrong axis: use the `axis` argument for the max and "
+    "the sum.",
+    "keepdims": "the sum needs keepdims=True, otherwise it broadcasts along the wrong axis.",
+    "no_W_O": "missing the output projection: multiply the concatenated heads by W_O.",
+    "nan": "contains NaN where the reference has none. A row with every score -np.inf gives "
+    "NaN after the softmax; overflowing np.exp gives inf.",
     "softmax_dim": "softmax along the wrong axis: the columns sum to 1 instead of the rows; "
     "normalise along axis=-1 so each query's weights over the keys sum to 1.",
     "mask_lost": "the causal mask is not applied: set the scores above the diagonal to -np.inf "

@@ -9,7 +9,8 @@ from ...attention import causal_mask
 from ...data import example
 from ...foundations import weightless_attention
 from ...numpy_attention import multi_head_attention, self_attention, softmax
-from ..expect import attention_mistakes, call_pure, expect_answer, expect_close
+from ..expect import attention_mistakes, call_pure, expect_answer, expect_close, rng
+from ..hints import NUMPY_HINTS
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "00_numpy_attention"
@@ -17,7 +18,7 @@ NOTEBOOK = "00_numpy_attention"
 
 def _rand(seed: int, *shape: int) -> np.ndarray:
     """Standard-normal float64 array from a private generator."""
-    return np.random.default_rng(seed).standard_normal(shape)
+    return rng(seed).standard_normal(shape)
 
 
 def _pair(result: object) -> tuple[object, object]:
@@ -52,14 +53,7 @@ def check_numpy_softmax(func: object) -> str:
             softmax(x, axis=axis),
             what,
             {name: torch.from_numpy(m) for name, m in mistakes.items()},
-            hints={
-                "overflow": "exp overflows for large scores (exp(1000) = inf): subtract the "
-                "max along the axis first (it does not change the result).",
-                "wrong_axis": "normalised along the wrong axis: use the `axis` argument for "
-                "the max and the sum.",
-                "keepdims": "the sum needs keepdims=True, otherwise it broadcasts along the "
-                "wrong axis.",
-            },
+            NUMPY_HINTS,
         )
     return "stable, and correct along any axis."
 
@@ -95,9 +89,14 @@ def check_numpy_self_attention(func: object) -> str:
             want_weights,
             f"weights for {what}",
             {n: w for n, (_, w) in mistakes.items()},
+            NUMPY_HINTS,
         )
         expect_close(
-            got_out, want_out, f"output for {what}", {n: o for n, (o, _) in mistakes.items()}
+            got_out,
+            want_out,
+            f"output for {what}",
+            {n: o for n, (o, _) in mistakes.items()},
+            NUMPY_HINTS,
         )
     return "matches the reference with and without the causal mask."
 
@@ -119,15 +118,15 @@ def check_numpy_multi_head_attention(func: object) -> str:
         concatenated = np.concatenate(
             [self_attention(X, *w, causal=causal)[0] for w in zip(*heads, strict=True)], axis=-1
         )
-        expect_close(got_weights, want_weights, f"weights (num_heads, T, T) for {what}")
+        expect_close(
+            got_weights, want_weights, f"weights (num_heads, T, T) for {what}", hints=NUMPY_HINTS
+        )
         expect_close(
             got_out,
             want_out,
             f"output for {what}",
             {"no_W_O": torch.from_numpy(concatenated)},
-            hints={
-                "no_W_O": "missing the output projection: multiply the concatenated heads by W_O."
-            },
+            NUMPY_HINTS,
         )
     return "heads, concatenation and output projection all match."
 

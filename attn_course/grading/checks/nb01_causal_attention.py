@@ -6,15 +6,8 @@ import torch
 
 from ...attention import CausalAttention, causal_mask, padding_mask, scaled_dot_product_attention
 from ...blocks import count_parameters
-from ..expect import (
-    attention_mistakes,
-    build_pair,
-    call_pure,
-    expect_answer,
-    expect_close,
-    randn,
-    seeded,
-)
+from ..expect import attention_mistakes, call_pure, expect_answer, expect_close, randn, seeded
+from ..references import check_causal_class
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "01_causal_attention"
@@ -32,12 +25,10 @@ def check_causal_mask(func: object) -> str:
             got,
             want,
             what,
-            mistakes={"mask_inverted": ~want, "mask_diagonal": want | eye, "past": want.T},
-            hints={
-                "mask_inverted": "mask inverted: True must mean HIDDEN, i.e. the future "
-                "(above the diagonal).",
-                "past": "the mask hides the past (below the diagonal) instead of the future: "
-                "use torch.triu, not torch.tril.",
+            mistakes={
+                "causal_inverted": ~want,
+                "mask_diagonal": want | eye,
+                "causal_past": want.T,
             },
         )
     return "the mask hides exactly the future for every size."
@@ -96,31 +87,6 @@ def check_scaled_dot_product_attention(func: object) -> str:
             {n: c for n, (c, _) in mistakes.items()},
         )
     return "weights and context match on batched, multi-head, masked and one-token inputs."
-
-
-def causal_mistakes(module: CausalAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Mistake name -> the output of ``module`` (lecture class) on ``x`` with that mistake."""
-    queries, keys, values = module.W_query(x), module.W_key(x), module.W_value(x)
-    mistakes = attention_mistakes(queries, keys, values, causal_mask(x.shape[1]))
-    return {name: context for name, (context, _) in mistakes.items()}
-
-
-def check_causal_class(cls: object, what: str = "CausalAttention") -> None:
-    """Compare ``cls`` with the package's CausalAttention on several configurations."""
-    configs = [  # d_in, d_out, context_length, qkv_bias, b, num_tokens
-        (3, 2, 6, False, 2, 6),
-        (5, 4, 8, True, 1, 8),
-        (4, 3, 10, False, 3, 7),
-        (2, 5, 4, True, 1, 1),
-    ]
-    for i, (d_in, d_out, ctx, bias, b, num_tokens) in enumerate(configs):
-        args = (d_in, d_out, ctx, 0.0, bias)
-        mine, ref = build_pair(cls, CausalAttention, args, seed=40 + i)
-        x = randn(b, num_tokens, d_in, seed=50 + i)
-        with torch.no_grad():
-            want, mistakes = ref(x), causal_mistakes(ref, x)
-        got = call_pure(mine, x)
-        expect_close(got, want, f"{what}{args} on input {tuple(x.shape)}", mistakes)
 
 
 @register("causal_attention", NOTEBOOK, time_limit=5.0)

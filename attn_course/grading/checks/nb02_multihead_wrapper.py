@@ -6,9 +6,10 @@ import torch
 
 from ...attention import MultiHeadAttentionWrapper
 from ...blocks import count_parameters
-from ..expect import build_pair, call_pure, expect_answer, expect_close, randn, seeded
+from ..expect import build_pair, expect_answer, expect_module, randn, seeded
+from ..hints import HINTS
+from ..references import DROPOUT, causal_mistakes
 from ..registry import register
-from .nb01_causal_attention import causal_mistakes
 
 NOTEBOOK = "02_multihead_wrapper"
 # The wrapper the prediction tasks ask about, and its input.
@@ -16,7 +17,13 @@ WRAPPER_ARGS = (3, 2, 6, 0.0, 3)  # d_in, d_out (per head), context_length, drop
 BATCH_SHAPE = (2, 6, 3)
 
 
-@register("multi_head_wrapper", NOTEBOOK, time_limit=5.0)
+def _wrapper_mistakes(ref: MultiHeadAttentionWrapper, x: torch.Tensor) -> dict:
+    """Each classic attention mistake made in every head, heads concatenated."""
+    per_head = [causal_mistakes(head, x) for head in ref.heads]
+    return {name: torch.cat([head[name] for head in per_head], dim=-1) for name in per_head[0]}
+
+
+@register("multi_head_wrapper", NOTEBOOK, time_limit=10.0)
 def check_multi_head_wrapper(cls: object) -> str:
     """A class with MultiHeadAttentionWrapper's signature, same outputs as the lecture's."""
     configs = [  # d_in, d_out, context_length, num_heads, qkv_bias, b, num_tokens
@@ -26,18 +33,17 @@ def check_multi_head_wrapper(cls: object) -> str:
         (2, 2, 3, 2, False, 1, 1),
     ]
     for i, (d_in, d_out, ctx, num_heads, bias, b, num_tokens) in enumerate(configs):
-        args = (d_in, d_out, ctx, 0.0, num_heads, bias)
+        args = (d_in, d_out, ctx, DROPOUT, num_heads, bias)
         mine, ref = build_pair(cls, MultiHeadAttentionWrapper, args, seed=60 + i)
-        x = randn(b, num_tokens, d_in, seed=70 + i)
-        with torch.no_grad():
-            want = ref(x)
-            per_head = [causal_mistakes(head, x) for head in ref.heads]
-            mistakes = {
-                name: torch.cat([head[name] for head in per_head], dim=-1) for name in per_head[0]
-            }
-        got = call_pure(mine, x)
-        expect_close(
-            got, want, f"MultiHeadAttentionWrapper{args} on input {tuple(x.shape)}", mistakes
+        lengths = sorted({num_tokens, ctx})
+        expect_module(
+            mine,
+            ref,
+            [(randn(b, n, d_in, seed=70 + 10 * i + n),) for n in lengths],
+            lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
+            _wrapper_mistakes,
+            dropout_hint=HINTS["dropout_attention"],
+            seed=60 + i,
         )
     return "same outputs as the lecture's wrapper, 1 to 3 heads."
 

@@ -1,0 +1,193 @@
+"""What several notebooks' checks share: module checks and their mistake lists.
+
+Check modules import from here (downward), never from each other. Each ``check_*_class``
+runs ``expect.expect_module`` on a few configurations: eval outputs against the package's
+class with the mistakes diagnosed, determinism in eval, dropout placement in train mode
+under the reference's RNG state, two calls of different lengths on one instance, and a
+backward pass with gradients compared. Modules are built with dropout > 0 so that its
+placement shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import (
+    CausalAttention,
+    MultiHeadAttention,
+    causal_mask,
+    merge_heads,
+    padding_mask,
+    scaled_dot_product_attention,
+    split_heads,
+)
+from ..blocks import EncoderLayer
+from .hints import HINTS
+from .expect import attention_mistakes, build_pair, expect_module, randn
+
+__all__ = [
+    "DROPOUT",
+    "MHA_CONFIGS",
+    "causal_mistakes",
+    "mha_mistakes",
+    "sdpa_mistakes",
+    "encoder_mistakes",
+    "check_causal_class",
+    "check_mha_class",
+    "check_encoder_class",
+]
+
+DROPOUT = 0.25  # modules under test get a real dropout, so its placement shows in train mode
+MHA_CONFIGS = [  # d_in, d_out, context_length, num_heads, qkv_bias, b, num_tokens
+    (3, 6, 6, 2, False, 2, 4),
+    (6, 6, 3, 3, True, 2, 2),
+    (5, 8, 10, 4, False, 1, 7),
+    (4, 6, 5, 1, False, 3, 3),
+    (3, 4, 4, 2, True, 1, 1),
+]
+
+
+def causal_mistakes(module: CausalAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Mistake name -> the output of ``module`` (lecture class) on ``x`` with that mistake."""
+    queries, keys, values = module.W_query(x), module.W_key(x), module.W_value(x)
+    mistakes = attention_mistakes(queries, keys, values, causal_mask(x.shape[1]))
+    return {name: context for name, (context, _) in mistakes.items()}
+
+
+def mha_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Mistake name -> the output of ``module`` (lecture class) on ``x`` with that mistake."""
+    b, num_tokens, _ = x.shape
+    num_heads, d_out = module.num_heads, module.d_out
+    mask = causal_mask(num_tokens)
+    q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)  # (b, num_tokens, d_out)
+    heads = [split_heads(t, num_heads) for t in (q, k, v)]  # (b, num_heads, num_tokens, head_dim)
+    context = scaled_dot_product_attention(*heads, mask)[0]  # (b, num_heads, num_tokens, head_dim)
+    mixed = [t.reshape(b, num_heads, num_tokens, -1) for t in (q, k, v)]
+    rescale = (module.head_dim / d_out) ** 0.5
+    mistakes = {  # the multi-head mistakes first: they are the more specific diagnosis
+        "split_reshape": module.out_proj(
+            merge_heads(scaled_dot_product_attention(*mixed, mask)[0])
+        ),
+        "merge_no_transpose": module.out_proj(context.reshape(b, num_tokens, d_out)),
+        "scale_d_out": module.out_proj(
+            merge_heads(scaled_dot_product_attention(heads[0] * rescale, *heads[1:], mask)[0])
+        ),
+        "no_out_proj": merge_heads(context),
+    }
+    for name, (c, _) in attention_mistakes(*heads, mask).items():
+        mistakes[name] = module.out_proj(merge_heads(c))
+    return mistakes
+
+
+def sdpa_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``mha_mistakes`` plus the course's mask passed as F.sdpa's attn_mask (True = allowed)."""
+    projections = (module.W_query, module.W_key, module.W_value)
+    heads = [split_heads(m(x), module.num_heads) for m in projections]
+    inverted = F.scaled_dot_product_attention(*heads, attn_mask=causal_mask(x.shape[1]))
+    return {"attn_mask": module.out_proj(merge_heads(inverted)), **mha_mistakes(module, x)}
+
+
+def _two_lengths(b: int, num_tokens: int, longest: int, d_in: int, seed: int) -> list[tuple]:
+    """A call with ``num_tokens`` tokens, then one with ``longest``: same instance, no state."""
+    lengths = [num_tokens] if num_tokens == longest else [num_tokens, longest]
+    return [(randn(b, n, d_in, seed=seed + n),) for n in lengths]
+
+
+def check_causal_class(cls: object) -> None:
+    """Compare ``cls`` with the package's CausalAttention on several configurations."""
+    configs = [  # d_in, d_out, context_length, qkv_bias, b, num_tokens
+        (3, 2, 6, False, 2, 4),
+        (5, 4, 8, True, 1, 8),
+        (4, 3, 10, False, 3, 7),
+        (2, 5, 4, True, 1, 1),
+    ]
+    for i, (d_in, d_out, ctx, bias, b, num_tokens) in enumerate(configs):
+        args = (d_in, d_out, ctx, DROPOUT, bias)
+        mine, ref = build_pair(cls, CausalAttention, args, seed=40 + i)
+        expect_module(
+            mine,
+            ref,
+            _two_lengths(b, num_tokens, ctx, d_in, seed=50 + 10 * i),
+            lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
+            causal_mistakes,
+            dropout_hint=HINTS['dropout_attention'],
+            seed=40 + i,
+        )
+
+
+def check_mha_class(
+    cls: object,
+    hints: dict[str, str] | None = None,
+    mistakes_of: Callable = mha_mistakes,
+    dropout_hint: str = HINTS['dropout_attention'],
+) -> None:
+    """Compare ``cls`` with MultiHeadAttention on MHA_CONFIGS; ``mistakes_of(ref, x)`` diagnoses."""
+    for i, (d_in, d_out, ctx, num_heads, bias, b, num_tokens) in enumerate(MHA_CONFIGS):
+        args = (d_in, d_out, ctx, DROPOUT, num_heads, bias)
+        mine, ref = build_pair(cls, MultiHeadAttention, args, seed=80 + i)
+        expect_module(
+            mine,
+            ref,
+            _two_lengths(b, num_tokens, ctx, d_in, seed=90 + 10 * i),
+            lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
+            mistakes_of,
+            hints,
+            dropout_hint=dropout_hint,
+            seed=80 + i,
+        )
+
+
+def encoder_mistakes(
+    ref: EncoderLayer, x: torch.Tensor, mask: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
+    """Mistake name -> output of the reference encoder layer with that mistake."""
+    attn = ref.self_attention(x, mask=mask)[0]
+    ffn, norm1, norm2 = ref.feed_forward, ref.norm1, ref.norm2
+    no_res = norm1(attn)
+    no_norm = x + attn
+    pre = x + ref.self_attention(norm1(x), mask=mask)[0]
+    post = norm1(x + attn)
+    mistakes = {
+        "no_residual": norm2(ffn(no_res)),
+        "no_norm": no_norm + ffn(no_norm),
+        "neither": ffn(attn),
+        "pre_ln": pre + ffn(norm2(pre)),
+        "norm1_twice": norm1(post + ffn(post)),
+        "norms_swapped": norm1(norm2(x + attn) + ffn(norm2(x + attn))),
+    }
+    if mask is not None:
+        mistakes["mask_ignored"] = ref(x)
+    return mistakes
+
+
+def check_encoder_class(cls: object) -> None:
+    """``cls(d_model, n_heads, d_ff, dropout)`` with ``forward(x, mask=None)``, post-LN."""
+    configs = [  # d_model, n_heads, d_ff, b, num_tokens, lengths (None: no mask)
+        (8, 2, 16, 2, 5, [5, 3]),
+        (6, 3, 12, 1, 4, None),
+        (4, 1, 8, 3, 1, None),
+        (6, 2, 8, 2, 6, [2, 6]),
+    ]
+    for i, (d_model, n_heads, d_ff, b, num_tokens, lengths) in enumerate(configs):
+        args = (d_model, n_heads, d_ff, DROPOUT)
+        mine, ref = build_pair(cls, EncoderLayer, args, seed=200 + i)
+        calls = [(x,) for (x,) in _two_lengths(b, max(1, num_tokens - 2), num_tokens, d_model, 210)]
+        if lengths is not None:
+            calls = [(x, padding_mask([min(n, x.shape[1]) for n in lengths], x.shape[1])) for (x,) in calls]
+
+        def what(call: tuple, args: tuple = args, lengths: list | None = lengths) -> str:
+            masked = "" if len(call) == 1 else f", lengths {[min(n, call[0].shape[1]) for n in lengths]}"
+            return f"{cls.__name__}{args} on input {tuple(call[0].shape)}{masked}"
+
+        expect_module(
+            mine,
+            ref,
+            calls,
+            what,
+            encoder_mistakes,
+            dropout_hint=HINTS['dropout_encoder'],
+            seed=200 + i,
+        )

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch.nn.functional import scaled_dot_product_attention
-from wrong_implementations import WRONG
+from wrong_implementations import CORRECT, NOT_IN_NUMPY_HINTS, WRONG
 
 from attn_course import attention, blocks, foundations, generation, gqa, numpy_attention, tiled
 from attn_course.attention import merge_heads, split_heads
@@ -134,6 +134,47 @@ def test_wrong_implementation_fails_with_fitting_hint(wrong):
         assert word.lower() in hint.lower(), hint
 
 
+@pytest.mark.parametrize("name, check_id, obj", CORRECT, ids=[c[0] for c in CORRECT])
+def test_correct_alternative_passes(name, check_id, obj):
+    assert verdict(check_id, obj) == "passed"
+
+
+@pytest.mark.parametrize(
+    "wrong", [w for w in WRONG if w.check_id.startswith("numpy")], ids=lambda w: w.name
+)
+def test_numpy_hints_use_numpy_words(wrong):
+    hint = verdict(wrong.check_id, wrong.obj)
+    assert not any(word in hint for word in NOT_IN_NUMPY_HINTS), hint
+
+
+def test_every_mistake_has_a_hint():
+    """Every mistake a check can name is in the catalogue (torch or NumPy wording)."""
+    from attn_course.grading import references
+    from attn_course.grading.hints import HINTS, NUMPY_HINTS
+
+    x = torch.randn(2, 4, 6)
+    modules = [
+        (references.mha_mistakes, attention.MultiHeadAttention(6, 6, 4, 0.0, 2)),
+        (references.sdpa_mistakes, attention.MultiHeadAttention(6, 6, 4, 0.0, 2)),
+        (references.causal_mistakes, attention.CausalAttention(6, 3, 4, 0.0)),
+        (references.encoder_mistakes, blocks.EncoderLayer(6, 2, 8, 0.0)),
+    ]
+    names = {name for mistakes_of, m in modules for name in mistakes_of(m, x)}
+    names |= set(references.encoder_mistakes(blocks.EncoderLayer(6, 2, 8, 0.0), x, x[:, :1, :1] > 0))
+    assert names and names <= HINTS.keys()
+    assert NUMPY_HINTS.keys() <= HINTS.keys() | {"overflow", "wrong_axis", "keepdims", "no_W_O"}
+
+
+def test_parameter_mismatch_gets_the_shared_module_advice_only_when_it_fits():
+    class SharedHeads(attention.MultiHeadAttentionWrapper):
+        def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+            super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+            self.heads = torch.nn.ModuleList([self.heads[0]] * num_heads)
+
+    assert "[module] * n" in verdict("multi_head_wrapper", SharedHeads)
+    assert "[module] * n" not in verdict("causal_attention", _Renamed)
+
+
 @pytest.mark.parametrize("wrong", WRONG[:12], ids=[w.name for w in WRONG[:12]])
 def test_same_object_same_verdict(wrong):
     assert verdict(wrong.check_id, wrong.obj) == verdict(wrong.check_id, wrong.obj)
@@ -170,18 +211,19 @@ def test_class_with_other_creation_order_passes():
     assert verdict("causal_attention", KeyFirst) == "passed"
 
 
+class _Renamed(attention.CausalAttention):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.W_q = self.W_query
+        del self.W_query
+
+    def forward(self, x):
+        self.W_query = self.W_q
+        return super().forward(x)
+
+
 def test_renamed_parameters_get_a_naming_hint():
-    class Renamed(attention.CausalAttention):
-        def __init__(self, *args):
-            super().__init__(*args)
-            self.W_q = self.W_query
-            del self.W_query
-
-        def forward(self, x):
-            self.W_query = self.W_q
-            return super().forward(x)
-
-    hint = verdict("causal_attention", Renamed)
+    hint = verdict("causal_attention", _Renamed)
     assert "W_query" in hint and "W_q" in hint
 
 
@@ -211,6 +253,7 @@ def test_sdpa_check_sees_the_fused_call_however_it_was_imported(fused):
         def forward(self, x):
             projections = (self.W_query, self.W_key, self.W_value)
             heads = [split_heads(m(x), self.num_heads) for m in projections]
-            return self.out_proj(merge_heads(fused(*heads, is_causal=True)))
+            p = self.dropout.p if self.training else 0.0
+            return self.out_proj(merge_heads(fused(*heads, dropout_p=p, is_causal=True)))
 
     assert verdict("sdpa_attention", Fused) == "passed"

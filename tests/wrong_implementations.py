@@ -2,7 +2,9 @@
 
 Each is the package's reference with ONE classic mistake built in (a subclass overriding
 only the broken part, or the reference function with one step changed). ``WRONG`` lists
-them with the check that must fail and key words its hint must contain.
+them with the check that must fail and key words its hint must contain. ``CORRECT`` lists
+right answers written differently from the reference (einsum, torch.where, other
+tril/triu conventions, PyTorch's fused functions): they must keep passing.
 """
 
 from __future__ import annotations
@@ -49,8 +51,38 @@ class CausalAttentionWith(attention.CausalAttention):
         mask = self.mask[:num_tokens, :num_tokens]
         if self.mistake == "mask_diagonal":
             mask = torch.triu(torch.ones_like(mask), diagonal=0)
+        if self.mistake == "mask_sliced_in_place":
+            self.mask = self.mask[:num_tokens, :num_tokens]  # shrinks the buffer for good
+            mask = self.mask
         queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-        return sdpa(queries, keys, values, mask, self.mistake)[0]
+        scores = queries @ keys.transpose(-2, -1)  # (b, num_tokens, num_tokens)
+        if self.mistake == "dropout_scores":
+            scores = self.dropout(scores)
+        scaled = scores / keys.shape[-1] ** 0.5
+        if self.mistake in SDPA_MISTAKES:
+            return sdpa(queries, keys, values, mask, self.mistake)[0]
+        attn_weights = torch.softmax(scaled.masked_fill(mask, -torch.inf), dim=-1)
+        if self.mistake == "renormalise_in_place":
+            attn_weights /= attn_weights.sum(dim=-1, keepdim=True)  # breaks backward()
+        if self.mistake == "functional_dropout":
+            attn_weights = F.dropout(attn_weights, self.dropout.p, training=True)  # always on
+        elif self.mistake not in ("no_dropout", "dropout_context", "dropout_scores"):
+            attn_weights = self.dropout(attn_weights)
+        context = attn_weights @ values  # (b, num_tokens, d_out)
+        return self.dropout(context) if self.mistake == "dropout_context" else context
+
+
+SDPA_MISTAKES = ("no_scale", "mask_lost", "mask_diagonal", "keys_are_values", "softmax_dim")
+
+
+class MaskAsAttribute(attention.CausalAttention):
+    """Keeps the causal mask as a plain attribute: not in state_dict, not moved by .to()."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        mask = self.mask
+        del self.mask
+        self.mask = mask
 
 
 def causal_with(mistake: str) -> type:
@@ -216,6 +248,110 @@ def numpy_softmax_unstable(x, axis=-1):
 def numpy_self_attention_no_scale(X, W_Q, W_K, W_V, causal=False):
     """The NumPy head without 1/sqrt(d_k) (scaling W_Q by sqrt(d_k) cancels the package's)."""
     return numpy_attention.self_attention(X, W_Q * np.sqrt(W_K.shape[1]), W_K, W_V, causal)
+
+
+class MHAWithoutDropout(attention.MultiHeadAttention):
+    """MultiHeadAttention that never applies its dropout."""
+
+    def forward(self, x):
+        b, num_tokens, _ = x.shape
+        heads = [split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)]
+        context = attention.scaled_dot_product_attention(*heads, self.mask[:num_tokens, :num_tokens])[0]
+        return self.out_proj(merge_heads(context))
+
+
+class SDPADropoutInEval(attention.MultiHeadAttentionSDPA):
+    """Passes dropout_p in eval mode too: eval outputs are random."""
+
+    def forward(self, x):
+        heads = [split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)]
+        context = F.scaled_dot_product_attention(*heads, dropout_p=self.dropout.p, is_causal=True)
+        return self.out_proj(merge_heads(context))
+
+
+class FeedForwardDropoutLast(blocks.FeedForward):
+    """Dropout after linear2 instead of between the linears."""
+
+    def forward(self, x):
+        return self.dropout(self.linear2(self.activation(self.linear1(x))))
+
+
+class EncoderNoDropout(blocks.EncoderLayer):
+    """Right residuals and norms, but no dropout on the sublayer outputs."""
+
+    def forward(self, x, mask=None):
+        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+class EncoderNorm1Twice(blocks.EncoderLayer):
+    """Uses norm1 for both Add & Norm steps."""
+
+    def forward(self, x, mask=None):
+        x = self.norm1(x + self.dropout(self.self_attention(x, mask=mask)[0]))
+        return self.norm1(x + self.dropout(self.feed_forward(x)))
+
+
+class EncoderNormsSwapped(blocks.EncoderLayer):
+    """norm2 after the attention, norm1 after the feed-forward."""
+
+    def forward(self, x, mask=None):
+        x = self.norm2(x + self.dropout(self.self_attention(x, mask=mask)[0]))
+        return self.norm1(x + self.dropout(self.feed_forward(x)))
+
+
+class BlockNoDropShortcut(blocks.TransformerBlock):
+    """Pre-LN block without the shortcut dropout."""
+
+    def forward(self, x):
+        x = x + self.att(self.norm1(x))
+        return x + self.ff(self.norm2(x))
+
+
+class BlockNorm1Twice(blocks.TransformerBlock):
+    """Uses norm1 before the feed-forward too."""
+
+    def forward(self, x):
+        x = x + self.drop_shortcut(self.att(self.norm1(x)))
+        return x + self.drop_shortcut(self.ff(self.norm1(x)))
+
+
+class LayerNormStdPlusEps(blocks.LayerNorm):
+    """eps added to the standard deviation instead of under the square root."""
+
+    def forward(self, x):
+        centred = x - x.mean(dim=-1, keepdim=True)
+        std = x.var(dim=-1, keepdim=True, unbiased=False).sqrt()
+        return self.scale * centred / (std + self.eps) + self.shift
+
+
+class LayerNormNoEps(blocks.LayerNorm):
+    """No eps at all: 0 / 0 = NaN for a row of equal values."""
+
+    def forward(self, x):
+        centred = x - x.mean(dim=-1, keepdim=True)
+        return self.scale * centred / x.var(dim=-1, keepdim=True, unbiased=False).sqrt() + self.shift
+
+
+def copy_outside_no_grad(wrapper, mha):
+    """Right copies, but in place on parameters without torch.no_grad()."""
+    for name in ("W_query", "W_key", "W_value"):
+        target = getattr(mha, name)
+        target.weight.copy_(torch.cat([getattr(h, name).weight for h in wrapper.heads]))
+        if target.bias is not None:
+            target.bias.copy_(torch.cat([getattr(h, name).bias for h in wrapper.heads]))
+    mha.out_proj.weight.copy_(torch.eye(mha.d_out))
+    mha.out_proj.bias.zero_()
+
+
+def numpy_self_attention_softmax_axis0(X, W_Q, W_K, W_V, causal=False):
+    """Normalises the columns (axis 0) instead of the rows."""
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    scores = Q @ K.T / np.sqrt(K.shape[-1])
+    if causal:
+        scores = np.where(np.triu(np.ones(scores.shape, dtype=bool), k=1), -np.inf, scores)
+    weights = numpy_attention.softmax(scores, axis=0)
+    return weights @ V, weights
 
 
 @dataclass(frozen=True)
@@ -403,4 +539,130 @@ WRONG: list[Wrong] = [
         cross_with("mask_unsqueezed"),
         ("unsqueeze(1)",),
     ),
+    # dropout: placement in train mode (same RNG state), determinism in eval
+    Wrong("causal no dropout", "causal_attention", causal_with("no_dropout"), ("no dropout",)),
+    Wrong(
+        "causal dropout on context",
+        "causal_attention",
+        causal_with("dropout_context"),
+        ("attention weights", "not to the context"),
+    ),
+    Wrong(
+        "causal dropout on scores",
+        "causal_attention",
+        causal_with("dropout_scores"),
+        ("after the softmax",),
+    ),
+    Wrong(
+        "causal F.dropout always on",
+        "causal_attention",
+        causal_with("functional_dropout"),
+        ("eval() mode", "F.dropout"),
+    ),
+    Wrong("mha no dropout", "multi_head_attention", MHAWithoutDropout, ("no dropout",)),
+    Wrong("sdpa dropout_p in eval", "sdpa_attention", SDPADropoutInEval, ("eval",)),
+    Wrong("feed-forward dropout last", "feed_forward", FeedForwardDropoutLast, ("after the relu",)),
+    Wrong("encoder no dropout", "encoder_layer", EncoderNoDropout, ("before adding the residual",)),
+    Wrong("block no drop_shortcut", "transformer_block", BlockNoDropShortcut, ("drop_shortcut",)),
+    Wrong("bug zoo encoder no dropout", "bug_encoder_residual", EncoderNoDropout, ("dropout",)),
+    # the two LayerNorms told apart
+    Wrong("encoder norm1 twice", "encoder_layer", EncoderNorm1Twice, ("norm1 is used twice",)),
+    Wrong("encoder norms swapped", "encoder_layer", EncoderNormsSwapped, ("swapped",)),
+    Wrong("block norm1 twice", "transformer_block", BlockNorm1Twice, ("norm2",)),
+    Wrong("bug zoo norm1 twice", "bug_encoder_residual", EncoderNorm1Twice, ("norm2",)),
+    # eps with rows of tiny and zero spread; the NaN hint speaks of eps, not the softmax
+    Wrong("layer norm std + eps", "layer_norm", LayerNormStdPlusEps, ("inside the square root",)),
+    Wrong("layer norm without eps", "layer_norm", LayerNormNoEps, ("eps", "0 / 0")),
+    # state kept between calls, buffers, backward
+    Wrong(
+        "copy outside no_grad",
+        "copy_wrapper_weights",
+        copy_outside_no_grad,
+        ("torch.no_grad()",),
+    ),
+    Wrong(
+        "mask sliced in place",
+        "causal_attention",
+        causal_with("mask_sliced_in_place"),
+        ("second", "self.mask"),
+    ),
+    Wrong("mask as attribute", "causal_attention", MaskAsAttribute, ("register_buffer",)),
+    Wrong(
+        "renormalised in place",
+        "causal_attention",
+        causal_with("renormalise_in_place"),
+        ("backward()", "in-place"),
+    ),
+    # hints in the exercise's language, naming the learner's class
+    Wrong(
+        "numpy softmax over axis 0",
+        "numpy_self_attention",
+        numpy_self_attention_softmax_axis0,
+        ("axis=-1",),
+    ),
+    Wrong(
+        "bug zoo names the learner's class",
+        "bug_mask_in_place",
+        causal_with("mask_lost"),
+        ("CausalAttention_mask_lost",),
+    ),
+    Wrong("answer in a list", "causal_attention_parameters", [24], ("one whole number",)),
+]
+
+NOT_IN_NUMPY_HINTS = ("dim=-1", "masked_fill", "torch.")  # torch words
+
+
+def _einsum_sdpa(queries, keys, values, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", queries, keys) / keys.shape[-1] ** 0.5
+    if mask is not None:
+        scores = torch.where(mask, torch.tensor(-torch.inf), scores)
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("...qk,...kd->...qd", weights, values), weights
+
+
+class CausalEinsum(attention.CausalAttention):
+    """einsum for both products, torch.where for the mask, a tril-built buffer."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        ones = torch.ones(context_length, context_length, dtype=torch.bool)
+        self.register_buffer("mask", ~torch.tril(ones))
+
+    def forward(self, x):
+        n = x.shape[1]
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = torch.einsum("bqd,bkd->bqk", q, k) / k.shape[-1] ** 0.5
+        scores = torch.where(self.mask[:n, :n], float("-inf"), scores)
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+        return torch.einsum("bqk,bkd->bqd", weights, v)
+
+
+class MHAFused(attention.MultiHeadAttention):
+    """multi_head_attention answered with F.scaled_dot_product_attention (dropout included)."""
+
+    def forward(self, x):
+        heads = [split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)]
+        p = self.dropout.p if self.training else 0.0
+        context = F.scaled_dot_product_attention(*heads, dropout_p=p, is_causal=True)
+        return self.out_proj(merge_heads(context))
+
+
+class LayerNormFunctional(blocks.LayerNorm):
+    """F.layer_norm with the module's scale and shift."""
+
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[-1:], self.scale, self.shift, self.eps)
+
+
+CORRECT: list[tuple[str, str, object]] = [
+    ("sdpa einsum + torch.where", "scaled_dot_product_attention", _einsum_sdpa),
+    ("mask ~tril", "causal_mask", lambda n: ~torch.tril(torch.ones(n, n, dtype=torch.bool))),
+    ("mask triu(1).bool()", "causal_mask", lambda n: torch.triu(torch.ones(n, n), 1).bool()),
+    ("mask tril == 0", "causal_mask", lambda n: torch.tril(torch.ones(n, n)) == 0),
+    ("mask arange", "causal_mask", lambda n: torch.arange(n)[None, :] > torch.arange(n)[:, None]),
+    ("causal einsum", "causal_attention", CausalEinsum),
+    ("bug zoo einsum", "bug_mask_in_place", CausalEinsum),
+    ("mha fused", "multi_head_attention", MHAFused),
+    ("sdpa_attention fused", "sdpa_attention", MHAFused),
+    ("layer norm F.layer_norm", "layer_norm", LayerNormFunctional),
 ]

@@ -286,6 +286,14 @@ def _run_ref(ref: nn.Module, args: tuple, train: bool, seed: int | None) -> torc
     return out[0] if isinstance(out, tuple) else out
 
 
+def _not_implemented(exc: BaseException) -> bool:
+    from .errors import caused_by
+
+    return (isinstance(exc, RemoteError) and exc.not_implemented) or caused_by(
+        exc, NotImplementedError
+    )
+
+
 def _output(reply: dict) -> object:
     out = reply["result"]
     return out[0] if isinstance(out, tuple) and out else out
@@ -317,15 +325,32 @@ def expect_module(
         want = _run_ref(ref, args, train=False, seed=None)
         with torch.no_grad():
             mistakes = mistakes_of(ref, *args) if mistakes_of else {}
-        got = _output(invoke(mine, args, train=False, no_grad=True))
-        expect_close(got, want, label, mistakes, hints)
-        again = _output(invoke(mine, args, train=False, no_grad=True))
-        if not close(again, torch.as_tensor(got).detach()):
+        try:
+            got = _output(invoke(mine, args, train=False, no_grad=True))
+        except Exception as exc:
+            if i == 0 or isinstance(exc, CheckFailed) or _not_implemented(exc):
+                raise
+            raise CheckFailed(
+                f"{label}: the first input worked, this second, longer one failed "
+                f"({learner_error(exc)}). forward must not change the module between calls "
+                "(e.g. self.mask = self.mask[:n, :n] shrinks the mask for good): slice into a "
+                "local variable."
+            ) from None
+        try:
+            again = _output(invoke(mine, args, train=False, no_grad=True))
+        except Exception as exc:
+            raise CheckFailed(
+                f"{label}: the first call worked, a second call failed ({learner_error(exc)}). "
+                "forward must not change the module (e.g. self.mask = self.mask[:n, :n] "
+                "shrinks the mask for good): slice into a local variable."
+            ) from None
+        if isinstance(got, torch.Tensor) and not close(again, got.detach()):
             raise CheckFailed(
                 f"{label}: two calls in eval() mode gave different outputs. Dropout must be off "
                 "in eval mode: use the nn.Dropout module (self.dropout), which model.eval() "
                 "switches off, not F.dropout(..., training=True) or a fixed dropout_p."
             )
+        expect_close(got, want, label, mistakes, hints)
         train_seed = salted(seed * 100 + i)
         want_train = _run_ref(ref, args, train=True, seed=train_seed)
         got_train = _output(invoke(mine, args, train=True, no_grad=True, seed=train_seed))

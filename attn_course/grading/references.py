@@ -87,7 +87,7 @@ def sdpa_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torc
     projections = (module.W_query, module.W_key, module.W_value)
     heads = [split_heads(m(x), module.num_heads) for m in projections]
     inverted = F.scaled_dot_product_attention(*heads, attn_mask=causal_mask(x.shape[1]))
-    return {"attn_mask": module.out_proj(merge_heads(inverted)), **mha_mistakes(module, x)}
+    return {"sdpa_attn_mask": module.out_proj(merge_heads(inverted)), **mha_mistakes(module, x)}
 
 
 def _two_lengths(b: int, num_tokens: int, longest: int, d_in: int, seed: int) -> list[tuple]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
-from ...attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
-from ..expect import build_pair, call_pure, expect_answer, randn
+from ...attention import MultiHeadAttention
+from ..expect import build_pair, expect_answer, invoke, randn
+from ..hints import HINTS
+from ..references import DROPOUT, MHA_CONFIGS, check_mha_class, sdpa_mistakes
 from ..registry import CheckFailed, register
-from .nb03_weight_split_mha import MHA_CONFIGS, check_mha_class, mha_mistakes
 
 NOTEBOOK = "06_attention_cost"
 # GPT-2 small's attention on a batch of 2 full-length sequences.
@@ -55,53 +54,26 @@ def check_attn_memory_ratio(answer: object) -> str:
     )
 
 
-def sdpa_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """``mha_mistakes`` plus the course's mask passed as F.sdpa's attn_mask (True = allowed)."""
-    projections = (module.W_query, module.W_key, module.W_value)
-    heads = [split_heads(m(x), module.num_heads) for m in projections]
-    inverted = F.scaled_dot_product_attention(*heads, attn_mask=causal_mask(x.shape[1]))
-    return {"attn_mask": module.out_proj(merge_heads(inverted)), **mha_mistakes(module, x)}
-
-
-class FusedCallCounter(TorchFunctionMode):
-    """Counts the calls of F.scaled_dot_product_attention made inside the ``with`` block.
-
-    The fused function dispatches through torch-function handling, so every call is seen
-    however the learner reached it: ``F.scaled_dot_product_attention``,
-    ``torch.nn.functional.scaled_dot_product_attention`` or a ``from ... import``.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func is F.scaled_dot_product_attention:
-            self.calls += 1
-        return func(*args, **(kwargs or {}))
-
-
 def fused_calls(cls: type) -> int:
-    """How often one forward of ``cls`` (MHA_CONFIGS[0]) calls F.scaled_dot_product_attention."""
+    """How often one forward of ``cls`` (MHA_CONFIGS[0]) calls F.scaled_dot_product_attention.
+
+    ``agent.call`` counts them with a TorchFunctionMode, so every call is seen however the
+    learner reached the function (``F.``, ``torch.nn.functional.``, ``from ... import``).
+    """
     d_in, d_out, ctx, num_heads, bias, b, num_tokens = MHA_CONFIGS[0]
-    mine, _ = build_pair(cls, MultiHeadAttention, (d_in, d_out, ctx, 0.0, num_heads, bias), 80)
-    x = randn(b, num_tokens, d_in, seed=90)
-    with FusedCallCounter() as counter:
-        call_pure(mine, x)
-    return counter.calls
+    args = (d_in, d_out, ctx, DROPOUT, num_heads, bias)
+    mine, _ = build_pair(cls, MultiHeadAttention, args, 80)
+    return invoke(mine, (randn(b, num_tokens, d_in, seed=90),), no_grad=True)["sdpa_calls"]
 
 
-@register("sdpa_attention", NOTEBOOK, time_limit=5.0)
+@register("sdpa_attention", NOTEBOOK, time_limit=10.0)
 def check_sdpa_attention(cls: object) -> str:
     """A MultiHeadAttention subclass whose forward calls F.scaled_dot_product_attention."""
     check_mha_class(
         cls,
-        hints={
-            "mask_lost": "no causal mask: pass is_causal=True to F.scaled_dot_product_attention.",
-            "attn_mask": "mask inverted: F.scaled_dot_product_attention's boolean attn_mask is "
-            "True where attention is ALLOWED, the opposite of causal_mask; use is_causal=True.",
-        },
+        hints={"mask_lost": HINTS["sdpa_mask_lost"]},
         mistakes_of=sdpa_mistakes,
+        dropout_hint=HINTS["dropout_sdpa"],
     )
     if not fused_calls(cls):
         raise CheckFailed(

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from .errors import caused_by, describe_error
+from .errors import caused_by, describe_error, is_learner_file
 
 __all__ = ["OFFICIAL_ENV", "ANSWERS", "serve", "call", "module_info", "time_limit", "TimeLimit"]
 
@@ -47,8 +47,8 @@ def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise ``TimeLimit`` after ``seconds``, even through a bare ``except:``.
 
     SIGALRM raises it once; a handler that swallows it is then hit by a trace function
-    that raises again on every line run, and a raise inside an ``except`` block leaves that
-    block. Main thread only (elsewhere the block runs without a limit).
+    that raises again on every line of the learner's code run, and a raise inside an
+    ``except`` block leaves that block. Main thread only (elsewhere the block runs without a limit).
     """
     if not seconds or not hasattr(signal, "SIGALRM") or not _on_main_thread():
         yield
@@ -56,6 +56,8 @@ def time_limit(seconds: float | None) -> Iterator[None]:
     expired = False
 
     def tracer(frame, event, arg):
+        if not is_learner_file(frame.f_code.co_filename):
+            return None  # the grader's own clean-up must run
         if expired and event == "line":
             raise TimeLimit
         return tracer

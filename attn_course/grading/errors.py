@@ -7,7 +7,7 @@ import sysconfig
 import traceback
 from pathlib import Path
 
-__all__ = ["caused_by", "describe_error"]
+__all__ = ["caused_by", "describe_error", "is_learner_file"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _LIBRARY_DIRS = {Path(sysconfig.get_path(name)).resolve() for name in ("stdlib", "purelib")}
@@ -25,7 +25,7 @@ def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     return False
 
 
-def _is_learner_file(filename: str) -> bool:
+def is_learner_file(filename: str) -> bool:
     """Code the learner wrote: not the course package, the standard library or a library."""
     if filename.startswith("<"):
         return "ipython-input" in filename
@@ -50,7 +50,7 @@ def describe_error(exc: BaseException, check_code: object = None) -> str:
     frames = [
         (frame.f_code, lineno)
         for frame, lineno in traceback.walk_tb(exc.__traceback__)
-        if frame.f_code is not check_code and _is_learner_file(frame.f_code.co_filename)
+        if frame.f_code is not check_code and is_learner_file(frame.f_code.co_filename)
     ]
     if not frames:
         return f"{text} (raised while checking your answer: is it the right kind of object?)"

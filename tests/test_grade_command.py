@@ -137,7 +137,7 @@ def test_json_schema(graded):
         assert entry["score"] == sum(c["status"] == "passed" for c in entry["checks"])
         assert entry["max_score"] == len(entry["checks"])
         for result in entry["checks"]:
-            assert set(result) == {"id", "status", "message"}
+            assert set(result) == {"id", "status", "message", "uses_reference"}
             assert result["status"] in STATUSES
             assert result["message"]
     assert report["score"] == sum(nb["score"] for nb in report["notebooks"])

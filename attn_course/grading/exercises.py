@@ -6,6 +6,11 @@ indentation) becomes ONE line at the marker's indentation: the text after
 ``# BEGIN SOLUTION:`` when given (``# BEGIN SOLUTION: answer = ...`` -> ``answer = ...``),
 else ``raise NotImplementedError("your code here")``. Cells tagged ``solution-only`` are
 dropped; outputs and execution counts are cleared; everything else is kept.
+
+Identity, the way nbgrader uses ``grade_id``: the exercise notebook's metadata gets
+``{"attn_course": {"notebook": "<stem>"}}`` and each cell that calls ``check("<id>", ...)``
+gets ``{"attn_course": {"check_id": "<id>"}}``, so the grader knows a renamed file
+(``03_weight_split_mha (1).ipynb``). Two cells checking the same id are an error.
 ``--check`` writes nothing and exits 1 naming the exercise files that are out of date.
 """
 
@@ -26,6 +31,8 @@ SOLUTION_ONLY_TAG = "solution-only"
 _BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?::(?P<stub>.*))?[ \t]*$")
 _END = re.compile(r"^[ \t]*# END SOLUTION[ \t]*$")
 _ANY_MARKER = re.compile(r"(BEGIN|END) SOLUTION")
+_CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([A-Za-z0-9_]+)["']""")
+METADATA_KEY = "attn_course"
 
 
 def strip_solutions(source: str) -> str:
@@ -63,9 +70,20 @@ def strip_solutions(source: str) -> str:
     return "\n".join(kept)
 
 
-def make_exercise(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The exercise notebook of a solution notebook (a new object; the input is unchanged)."""
+def make_exercise(
+    solution: nbformat.NotebookNode, notebook_id: str | None = None
+) -> nbformat.NotebookNode:
+    """The exercise notebook of a solution notebook (a new object; the input is unchanged).
+
+    ``notebook_id`` (the solution's stem) is stamped into the notebook's metadata.
+
+    Raises:
+        ValueError: broken solution markers, or two cells that check the same id.
+    """
     exercise = copy.deepcopy(solution)
+    if notebook_id:
+        exercise.metadata[METADATA_KEY] = {"notebook": notebook_id}
+    checked: dict[str, int] = {}
     exercise.cells = [
         cell
         for cell in exercise.cells
@@ -80,6 +98,16 @@ def make_exercise(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
             raise ValueError(f"code cell {index + 1}, {exc}") from None
         cell.outputs = []
         cell.execution_count = None
+        ids = _CHECK_CALL.findall(cell.source)
+        for check_id in ids:
+            if check_id in checked:
+                raise ValueError(
+                    f"code cells {checked[check_id] + 1} and {index + 1} both check "
+                    f"{check_id!r}: each exercise id is checked by one cell"
+                )
+            checked[check_id] = index
+        if len(ids) == 1:
+            cell.metadata[METADATA_KEY] = {"check_id": ids[0]}
     return exercise
 
 
@@ -87,7 +115,7 @@ def exercise_text(solution_path: Path) -> str:
     """The file contents of the exercise generated from ``solution_path``."""
     solution = nbformat.read(solution_path, as_version=4)
     try:
-        exercise = make_exercise(solution)
+        exercise = make_exercise(solution, solution_path.stem)
     except ValueError as exc:
         raise ValueError(f"{solution_path}: {exc}") from None
     text = nbformat.writes(exercise)

@@ -1,8 +1,13 @@
-"""``python -m attn_course grade PATH... [--json FILE] [--strict]``: grade notebooks.
+"""``python -m attn_course grade``: grade notebooks, a whole class, or merge class shards.
 
-Prints a score table (one row per notebook, one verdict line per check). Exit status 0
-whenever grading ran, whatever the score; with ``--strict`` 1 below full marks; 2 for a
-usage error (a path that does not exist, a folder without notebooks).
+* ``grade PATH... [--json FILE] [--strict]``: prints a score table (one row per notebook,
+  one verdict line per check).
+* ``grade --roster DIR --out OUT [--shard i/n]``: every student of DIR (a folder or a zip
+  each) into OUT/students/*.json and OUT/gradebook.csv, resumable (see ``roster.py``).
+* ``grade --merge OUT1 OUT2 ... --out OUT``: combine shards into one gradebook.
+
+Exit status 0 whenever grading ran, whatever the score; with ``--strict`` 1 below full
+marks; 2 for a usage error (a path that does not exist, a folder without notebooks).
 """
 
 from __future__ import annotations
@@ -57,9 +62,27 @@ def _table(reports: list[NotebookReport]) -> str:
     return "\n".join(lines)
 
 
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes i/n, e.g. 1/4, not {text!r}") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"--shard {text}: need 1 <= i <= n")
+    return index, count
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attn_course grade", description=__doc__)
-    parser.add_argument("paths", nargs="+", help="notebooks, or folders of notebooks")
+    parser = argparse.ArgumentParser(
+        prog="python -m attn_course grade",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="*", help="notebooks, or folders of notebooks")
+    parser.add_argument("--roster", type=Path, help="a class: one folder or zip per student")
+    parser.add_argument("--merge", type=Path, nargs="+", help="--out folders of roster shards")
+    parser.add_argument("--out", type=Path, help="where --roster / --merge write")
+    parser.add_argument("--shard", type=_shard, default=(1, 1), help="grade shard i of n")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
     parser.add_argument("--strict", action="store_true", help="exit 1 below full marks")
     parser.add_argument(
@@ -72,6 +95,10 @@ def main(argv: list[str]) -> int:
         help=f"seconds a cell may run before it is interrupted (default {CELL_TIMEOUT})",
     )
     args = parser.parse_args(argv)
+    if args.roster or args.merge:
+        return _class_mode(parser, args)
+    if not args.paths:
+        parser.error("name notebooks or folders to grade (or --roster DIR --out OUT)")
     for path in map(Path, args.paths):
         if not path.exists():
             parser.error(f"no such file or folder: {path}")
@@ -98,3 +125,24 @@ def main(argv: list[str]) -> int:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     full_marks = score == max_score and not any(r.error for r in reports)
     return 1 if args.strict and not full_marks else 0
+
+
+def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--roster`` or ``--merge``."""
+    from .roster import grade_roster, merge
+
+    if args.paths or (args.roster and args.merge):
+        parser.error("--roster and --merge take no notebook paths, and not each other")
+    if not args.out:
+        parser.error("--roster and --merge need --out FOLDER")
+    if args.merge:
+        missing = [p for p in args.merge if not (p / "students").is_dir()]
+        if missing:
+            parser.error(f"not a roster output (no students/ folder): {missing[0]}")
+        students = merge(args.merge, args.out)
+    else:
+        if not args.roster.is_dir():
+            parser.error(f"no such folder: {args.roster}")
+        students = grade_roster(args.roster, args.out, args.shard, args.jobs, args.cell_timeout)
+    print(f"{len(students)} students; gradebook: {args.out / 'gradebook.csv'}")
+    return 0

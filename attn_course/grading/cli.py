@@ -17,8 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from .kernels import CELL_TIMEOUT, KernelPool
 from .result import NotebookReport
-from .runner import CELL_TIMEOUT, grade_notebooks
 
 
 def notebook_paths(paths: list[str]) -> list[Path]:
@@ -108,10 +108,13 @@ def main(argv: list[str]) -> int:
         parser.error("--jobs and --cell-timeout must be at least 1")
 
     paths = notebook_paths(args.paths)
+    pool = KernelPool(warm=args.jobs, needed=len(paths))  # kernels start while torch loads
+    from .runner import grade_notebooks
+
     if len(paths) > 1:
         print(f"grading {len(paths)} notebooks, {args.jobs} at a time", file=sys.stderr)
     progress = _progress(len(paths)) if len(paths) > 1 else None
-    reports = grade_notebooks(paths, args.cell_timeout, args.jobs, progress)
+    reports = grade_notebooks(paths, args.cell_timeout, args.jobs, progress, pool)
     print(_table(reports))
 
     score = sum(r.score for r in reports)

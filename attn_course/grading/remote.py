@@ -1,6 +1,6 @@
-"""The grader side of official grading: a kernel, and proxies for the learner's objects in it.
+"""The grader side of official grading: proxies for the learner's objects in a kernel.
 
-``Kernel`` runs code in a fresh Jupyter kernel (no outputs kept). ``Session`` sends
+``Session`` sends
 requests to ``agent.serve`` in that kernel and reads back DATA only (``torch.load`` with
 ``weights_only=True``). ``Remote`` stands for a learner's object that stays in the kernel:
 calling it, building it, reading an attribute all run there; tensors, arrays and numbers
@@ -11,8 +11,6 @@ grader's references and a secret salt on every random input (``expect.SALT``).
 from __future__ import annotations
 
 import itertools
-import os
-import queue
 import time
 from pathlib import Path
 
@@ -20,17 +18,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from .agent import OFFICIAL_ENV
+from .kernels import Kernel, KernelLost
 
 __all__ = ["Kernel", "KernelLost", "Session", "Remote", "RemoteError", "RemoteTimeout"]
 
-_SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding attn_course/
-INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it is killed
 REQUEST_GRACE = 5.0  # seconds beyond the check's limit before the grader stops waiting
-
-
-class KernelLost(Exception):
-    """The kernel died, or ran away and had to be killed."""
 
 
 class RemoteError(Exception):
@@ -43,69 +35,6 @@ class RemoteError(Exception):
 
 class RemoteTimeout(Exception):
     """The check's time ran out while the learner's code was running."""
-
-
-class Kernel:
-    """A fresh python3 kernel; ``execute`` runs code and returns the execute_reply content."""
-
-    def __init__(self, preload: str = "import torch, numpy, attn_course.grading"):
-        from jupyter_client.manager import KernelManager  # not needed by check() in a notebook
-
-        path = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, OFFICIAL_ENV: "1", "PYTHONPATH": path}
-        self.manager = KernelManager(kernel_name="python3")
-        self.manager.start_kernel(extra_arguments=["--IPKernelApp.log_level=ERROR"], env=env)
-        self.client = self.manager.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=120)
-        if preload:  # pays the import of torch before the learner's first cell
-            self.execute(preload, timeout=120, silent=True)
-
-    def alive(self) -> bool:
-        return self.manager.is_alive()
-
-    def _drain_outputs(self) -> None:
-        """Drop what the kernel printed: grading keeps no outputs."""
-        channel = self.client.iopub_channel
-        while channel.msg_ready():
-            channel.get_msg(timeout=0)
-
-    def execute(self, code: str, timeout: float, silent: bool = False) -> dict:
-        """Run ``code``; the reply content, or ``{"status": "timeout"}`` after an interrupt.
-
-        Raises:
-            KernelLost: the kernel died, or did not stop within INTERRUPT_GRACE seconds
-                of the interrupt (it is then killed).
-        """
-        msg_id = self.client.execute(
-            code, silent=silent, store_history=not silent, allow_stdin=False, stop_on_error=False
-        )
-        deadline, interrupted = time.monotonic() + timeout, False
-        while True:
-            self._drain_outputs()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                if interrupted:
-                    self.shutdown()
-                    raise KernelLost("it kept running after an interrupt and was stopped")
-                self.manager.interrupt_kernel()
-                deadline, interrupted = time.monotonic() + INTERRUPT_GRACE, True
-                continue
-            try:
-                msg = self.client.get_shell_msg(timeout=min(0.2, remaining))
-            except queue.Empty:
-                if not self.alive():
-                    raise KernelLost("the Python kernel died") from None
-                continue
-            if msg["parent_header"].get("msg_id") == msg_id:
-                return {"status": "timeout"} if interrupted else msg["content"]
-
-    def shutdown(self) -> None:
-        try:
-            self.client.stop_channels()
-            self.manager.shutdown_kernel(now=True)
-        except Exception:  # already gone
-            pass
 
 
 def _to_kernel(value: object) -> object:

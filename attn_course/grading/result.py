@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["SCHEMA_VERSION", "Status", "CheckResult", "NotebookReport"]
+__all__ = ["SCHEMA_VERSION", "STATUSES", "Status", "CheckResult", "NotebookReport"]
 
 SCHEMA_VERSION = 2  # bump when the JSON of CheckResult / NotebookReport changes
 
@@ -25,6 +25,8 @@ class Status(StrEnum):
     ERROR = "error"
     TIMEOUT = "timeout"
 
+
+STATUSES = tuple(status.value for status in Status)
 
 _SYMBOLS = {
     Status.PASSED: "✔",

@@ -24,7 +24,6 @@ that should have called it (``_unreported``).
 from __future__ import annotations
 
 import json
-import queue
 import re
 import secrets
 import tempfile
@@ -40,7 +39,8 @@ import torch
 from .api import run_check
 from .expect import SALT
 from .registry import CHECKS, checks_for, load_checks
-from .remote import Kernel, KernelLost, RemoteError, RemoteTimeout, Session
+from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool
+from .remote import RemoteError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
     "read_notebook",
 ]
 
-CELL_TIMEOUT = 60  # seconds per cell
 NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
 MAX_KERNELS = 4  # kernels one notebook may use (the first plus replacements)
 METADATA_KEY = "attn_course"  # notebook metadata: {"notebook": id}; cell: {"check_id": id}
@@ -118,50 +117,6 @@ def _check_cells(notebook: Notebook, check_id: str) -> list[int]:
             or call.search(cell.source)
         )
     ]
-
-
-class KernelPool:
-    """Kernels started ahead of time, each used for ONE notebook (fresh per submission).
-
-    ``warm`` kernels start in the background while others are in use, so kernel start-up
-    and the import of torch overlap with grading.
-    """
-
-    def __init__(self, warm: int, needed: int):
-        self._ready: queue.Queue = queue.Queue()
-        self._lock = threading.Lock()
-        self._to_start = needed
-        self._starter = ThreadPoolExecutor(max(1, warm), thread_name_prefix="kernel-start")
-        for _ in range(min(warm, needed)):
-            self._spawn()
-
-    def _spawn(self) -> None:
-        with self._lock:
-            if self._to_start <= 0:
-                return
-            self._to_start -= 1
-        self._starter.submit(self._start_one)
-
-    def _start_one(self) -> None:
-        try:
-            self._ready.put(Kernel())
-        except Exception as exc:  # reported by get()
-            self._ready.put(exc)
-
-    def get(self) -> Kernel:
-        """A started kernel (waits for one); starts the next in the background."""
-        self._spawn()
-        kernel = self._ready.get(timeout=300)
-        if isinstance(kernel, Exception):
-            raise kernel
-        return kernel
-
-    def close(self) -> None:
-        self._starter.shutdown(wait=True)
-        while not self._ready.empty():
-            kernel = self._ready.get()
-            if isinstance(kernel, Kernel):
-                kernel.shutdown()
 
 
 class _Execution:
@@ -347,6 +302,7 @@ def grade_notebooks(
     cell_timeout: int = CELL_TIMEOUT,
     jobs: int = 2,
     on_done: Callable[[NotebookReport], None] | None = None,
+    pool: KernelPool | None = None,
 ) -> list[NotebookReport]:
     """Grade ``paths`` with up to ``jobs`` kernels at a time; reports in the order of ``paths``.
 
@@ -355,12 +311,13 @@ def grade_notebooks(
         cell_timeout: seconds a cell may run before it is interrupted.
         jobs: notebooks graded in parallel (one fresh kernel each).
         on_done: called with each report as soon as it is ready (progress display).
+        pool: kernels already starting (one per path); made here when not given.
     """
     if jobs < 1:
         raise ValueError(f"jobs={jobs} must be at least 1.")
     load_checks()
     torch.set_num_threads(1)  # the kernels need the cores
-    pool = KernelPool(warm=jobs, needed=len(paths))
+    pool = pool or KernelPool(warm=jobs, needed=len(paths))
 
     def one(path: Path) -> NotebookReport:
         report = grade_file(Path(path), pool, cell_timeout)

@@ -1,0 +1,115 @@
+"""Grading throughput: one notebook through the command, then a synthetic class.
+
+    python benchmarks/bench_grading.py [--students 100] [--notebooks 00,01,...] [--jobs 2]
+
+Prints wall times, where the time goes (the command's imports, waiting for a kernel, the
+learner's cells, the checks) and notebooks per minute, each next to a reference measured in
+the same run (``python -c "import torch"``), since these machines are shared and noisy. The
+class comes from ``make_class.py``: the solutions with random mistakes, a fresh kernel per
+notebook, the roster command with its pool of pre-started kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_class import make_class  # noqa: E402
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def wall(*command: str) -> float:
+    """Seconds one command takes (it must succeed)."""
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, env=ENV, cwd=ROOT)
+    return time.perf_counter() - start
+
+
+def median_wall(command: list[str], runs: int = 3) -> float:
+    return sorted(wall(*command) for _ in range(runs))[runs // 2]
+
+
+def phases(reports: list[dict]) -> dict[str, float]:
+    """Seconds summed over ``reports`` per phase."""
+    total: dict[str, float] = {}
+    for report in reports:
+        for phase, seconds in report.get("timings", {}).items():
+            total[phase] = total.get(phase, 0.0) + seconds
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--notebooks", default="", help="comma-separated NN prefixes (all)")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    python = sys.executable
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")
+
+    torch_import = median_wall([python, "-c", "import torch"])
+    cli_import = median_wall([python, "-c", "import attn_course.grading.cli, attn_course.grading.runner, attn_course.grading.checks"])
+    validate = median_wall(
+        [python, "-c", "import nbformat; nbformat.validate(nbformat.read("
+         "'solutions/01_causal_attention.ipynb', as_version=4))"]
+    )
+    print("\nimports (median of 3)                         seconds   x import torch")
+    for name, seconds in [
+        ("python -c 'import torch' (reference)", torch_import),
+        ("the grade command's imports", cli_import),
+        ("nbformat read + validate (avoided)", validate),
+    ]:
+        print(f"  {name:<44}{seconds:7.2f}   {seconds / torch_import:6.2f}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "one.json"
+        one = wall(python, "-m", "attn_course", "grade", "solutions/01_causal_attention.ipynb",
+                   "--json", str(report))
+        (notebook,) = json.loads(report.read_text())["notebooks"]
+        print(f"\none notebook (01, 4 checks) through the command: {one:.2f} s wall "
+              f"({one / torch_import:.1f} x import torch)")
+        for phase, seconds in notebook["timings"].items():
+            print(f"  {phase:<14}{seconds:6.2f} s")
+
+        stems = sorted(p.stem for p in (ROOT / "exercises").glob("*.ipynb"))
+        if args.notebooks:
+            stems = [s for s in stems if s.split("_")[0] in args.notebooks.split(",")]
+        roster, out = Path(tmp) / "class", Path(tmp) / "out"
+        make_class(roster, args.students, stems, seed=0)
+        count = args.students * len(stems)
+        start = time.perf_counter()
+        subprocess.run(
+            [python, "-m", "attn_course", "grade", "--roster", str(roster), "--out", str(out),
+             "--jobs", str(args.jobs)],
+            check=True, capture_output=True, env=ENV, cwd=ROOT,
+        )
+        seconds = time.perf_counter() - start
+        reports = [
+            nb
+            for path in (out / "students").glob("*.json")
+            for nb in json.loads(path.read_text())["notebooks"]
+        ]
+        print(f"\nclass: {args.students} students x {len(stems)} notebooks = {count} notebooks, "
+              f"--jobs {args.jobs}")
+        print(f"  wall {seconds:.0f} s, {60 * count / seconds:.1f} notebooks/minute, "
+              f"{seconds / count:.2f} s per notebook ({seconds / count / torch_import:.1f} x "
+              "import torch)")
+        print("  where the time goes (summed over notebooks; the jobs overlap):")
+        for phase, total in phases(reports).items():
+            print(f"    {phase:<14}{total:8.1f} s  ({total / len(reports):.2f} s per notebook)")
+    load = os.getloadavg()
+    print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

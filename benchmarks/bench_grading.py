@@ -58,10 +58,21 @@ def main() -> None:
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")
 
     torch_import = median_wall([python, "-c", "import torch"])
-    cli_import = median_wall([python, "-c", "import attn_course.grading.cli, attn_course.grading.runner, attn_course.grading.checks"])
+    cli_import = median_wall(
+        [
+            python,
+            "-c",
+            "import attn_course.grading.cli, attn_course.grading.runner, "
+            "attn_course.grading.checks",
+        ]
+    )
     validate = median_wall(
-        [python, "-c", "import nbformat; nbformat.validate(nbformat.read("
-         "'solutions/01_causal_attention.ipynb', as_version=4))"]
+        [
+            python,
+            "-c",
+            "import nbformat; nbformat.validate(nbformat.read("
+            "'solutions/01_causal_attention.ipynb', as_version=4))",
+        ]
     )
     print("\nimports (median of 3)                         seconds   x import torch")
     for name, seconds in [
@@ -73,11 +84,20 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "one.json"
-        one = wall(python, "-m", "attn_course", "grade", "solutions/01_causal_attention.ipynb",
-                   "--json", str(report))
+        one = wall(
+            python,
+            "-m",
+            "attn_course",
+            "grade",
+            "solutions/01_causal_attention.ipynb",
+            "--json",
+            str(report),
+        )
         (notebook,) = json.loads(report.read_text())["notebooks"]
-        print(f"\none notebook (01, 4 checks) through the command: {one:.2f} s wall "
-              f"({one / torch_import:.1f} x import torch)")
+        print(
+            f"\none notebook (01, 4 checks) through the command: {one:.2f} s wall "
+            f"({one / torch_import:.1f} x import torch)"
+        )
         for phase, seconds in notebook["timings"].items():
             print(f"  {phase:<14}{seconds:6.2f} s")
 
@@ -89,9 +109,22 @@ def main() -> None:
         count = args.students * len(stems)
         start = time.perf_counter()
         subprocess.run(
-            [python, "-m", "attn_course", "grade", "--roster", str(roster), "--out", str(out),
-             "--jobs", str(args.jobs)],
-            check=True, capture_output=True, env=ENV, cwd=ROOT,
+            [
+                python,
+                "-m",
+                "attn_course",
+                "grade",
+                "--roster",
+                str(roster),
+                "--out",
+                str(out),
+                "--jobs",
+                str(args.jobs),
+            ],
+            check=True,
+            capture_output=True,
+            env=ENV,
+            cwd=ROOT,
         )
         seconds = time.perf_counter() - start
         reports = [
@@ -99,11 +132,15 @@ def main() -> None:
             for path in (out / "students").glob("*.json")
             for nb in json.loads(path.read_text())["notebooks"]
         ]
-        print(f"\nclass: {args.students} students x {len(stems)} notebooks = {count} notebooks, "
-              f"--jobs {args.jobs}")
-        print(f"  wall {seconds:.0f} s, {60 * count / seconds:.1f} notebooks/minute, "
-              f"{seconds / count:.2f} s per notebook ({seconds / count / torch_import:.1f} x "
-              "import torch)")
+        print(
+            f"\nclass: {args.students} students x {len(stems)} notebooks = {count} notebooks, "
+            f"--jobs {args.jobs}"
+        )
+        print(
+            f"  wall {seconds:.0f} s, {60 * count / seconds:.1f} notebooks/minute, "
+            f"{seconds / count:.2f} s per notebook ({seconds / count / torch_import:.1f} x "
+            "import torch)"
+        )
         print("  where the time goes (summed over notebooks; the jobs overlap):")
         for phase, total in phases(reports).items():
             print(f"    {phase:<14}{total:8.1f} s  ({total / len(reports):.2f} s per notebook)")

@@ -34,7 +34,9 @@ MISTAKES = [  # (pattern, replacement): classic mistakes as edits of the solutio
     (r"\+ self\.eps", ""),
     (r"x \+ ", ""),  # residual forgotten
 ]
-_REGION = re.compile(r"^([ \t]*)# BEGIN SOLUTION(?::[^\n]*)?\n(.*?)^[ \t]*# END SOLUTION[ \t]*\n?", re.S | re.M)
+_REGION = re.compile(
+    r"^([ \t]*)# BEGIN SOLUTION(?::[^\n]*)?\n(.*?)^[ \t]*# END SOLUTION[ \t]*\n?", re.S | re.M
+)
 
 
 def _answer_cells(solution: dict) -> list[dict]:

@@ -23,9 +23,7 @@ ROOT = Path(attn_course.__file__).parents[1]
 EXERCISE = ROOT / "exercises" / "01_causal_attention.ipynb"
 SOLUTION = ROOT / "solutions" / "01_causal_attention.ipynb"
 
-FORGED_LINE = (
-    '{"id": "causal_mask", "status": "passed", "message": "", "uses_reference": false}\n'
-)
+FORGED_LINE = '{"id": "causal_mask", "status": "passed", "message": "", "uses_reference": false}\n'
 WRONG_ANSWERS = (
     "def causal_mask(num_tokens):\n"
     "    return torch.ones(num_tokens, num_tokens, dtype=torch.bool)\n"

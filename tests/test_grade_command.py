@@ -65,6 +65,28 @@ MUTATES = [  # right numbers, but the queries are scaled in place
 ]
 
 
+ROBUST = [  # the reference imported; SystemExit; a bare except around a loop; [24]
+    IMPORTS,
+    "from attn_course.attention import causal_mask",
+    'check("causal_mask", causal_mask)',
+    "def scaled_dot_product_attention(queries, keys, values, mask=None):\n"
+    "    raise SystemExit('done')",
+    'check("scaled_dot_product_attention", scaled_dot_product_attention)',
+    "import time\n"
+    "class CausalAttention(torch.nn.Module):\n"
+    "    def __init__(self, *args, **kwargs):\n"
+    "        super().__init__()\n"
+    "        while True:\n"
+    "            try:\n"
+    "                time.sleep(0.01)\n"
+    "            except:\n"
+    "                pass",
+    'check("causal_attention", CausalAttention)',
+    "answer = [24]",
+    'check("causal_attention_parameters", answer)',
+]
+
+
 def write_notebook(path: Path, sources: list[str]) -> Path:
     """A notebook with one code cell per source."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +118,7 @@ def graded(tmp_path_factory):
         "mixed": write_notebook(root / "mixed" / "01_causal_attention.ipynb", MIXED),
         "broken": write_notebook(root / "broken" / "01_causal_attention.ipynb", BROKEN),
         "mutates": write_notebook(root / "folder" / "01_causal_attention.ipynb", MUTATES),
+        "robust": write_notebook(root / "robust" / "01_causal_attention.ipynb", ROBUST),
         "not_json": root / "folder" / "00_numpy_attention.ipynb",
         "not_notebook": root / "other" / "01_causal_attention.ipynb",
         "unknown": root / "other" / "notes.ipynb",
@@ -108,6 +131,7 @@ def graded(tmp_path_factory):
     process = grade(
         root / "mixed" / "01_causal_attention.ipynb",
         root / "broken" / "01_causal_attention.ipynb",
+        files["robust"],
         root / "folder",  # the mutating notebook next to the not-JSON file
         files["not_notebook"],
         files["unknown"],
@@ -131,7 +155,7 @@ def verdicts(report: dict, path: Path) -> dict[str, tuple[str, str]]:
 def test_json_schema(graded):
     report, _, files, _ = graded
     assert set(report) == {"score", "max_score", "notebooks"}
-    assert len(report["notebooks"]) == 6
+    assert len(report["notebooks"]) == 7
     for entry in report["notebooks"]:
         assert {"path", "score", "max_score", "checks"} <= set(entry)
         assert entry["score"] == sum(c["status"] == "passed" for c in entry["checks"])
@@ -226,10 +250,37 @@ def test_broken_files_are_reported_and_the_others_still_graded(graded):
     assert verdicts(report, files["mutates"])  # graded although its neighbour is broken
 
 
+def test_the_reference_imported_passes_flagged(graded):
+    report, _, files, _ = graded
+    (entry,) = [nb for nb in report["notebooks"] if nb["path"] == str(files["robust"])]
+    flags = {c["id"]: c["uses_reference"] for c in entry["checks"]}
+    assert verdicts(report, files["robust"])["causal_mask"][0] == "passed"
+    assert flags == {
+        "causal_mask": True,
+        "scaled_dot_product_attention": False,
+        "causal_attention": False,
+        "causal_attention_parameters": False,
+    }
+
+
+def test_system_exit_in_the_learners_code_gets_a_verdict(graded):
+    report, _, files, _ = graded
+    status, message = verdicts(report, files["robust"])["scaled_dot_product_attention"]
+    assert status == "error" and "SystemExit('done')" in message
+
+
+def test_a_bare_except_cannot_swallow_the_time_limit(graded):
+    report, _, files, _ = graded
+    results = verdicts(report, files["robust"])
+    assert results["causal_attention"][0] == "timeout"
+    status, message = results["causal_attention_parameters"]  # the next check still graded
+    assert status == "failed" and "one whole number" in message
+
+
 def test_progress_goes_to_stderr(graded):
     _, process, _, _ = graded
-    assert "[6/6]" in process.stderr
-    assert "[6/6]" not in process.stdout
+    assert "[7/7]" in process.stderr
+    assert "[7/7]" not in process.stdout
 
 
 def test_strict_exit_code_and_usage_errors(tmp_path):

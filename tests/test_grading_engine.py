@@ -259,9 +259,7 @@ def test_under_the_grade_command_check_only_hands_the_answer_over(checks, monkey
 
 
 def test_statuses_are_an_enum_of_strings():
-    assert [s.value for s in Status] == [
-        "passed", "failed", "not_attempted", "error", "timeout"
-    ]
+    assert [s.value for s in Status] == ["passed", "failed", "not_attempted", "error", "timeout"]
     assert CheckResult("a", "passed", "").status is Status.PASSED
 
 

@@ -84,7 +84,9 @@ def test_gradebook_rows_add_up_and_match_the_student_files(runs):
         assert int(row["total"]) == sum(cells.values()) and int(row["max"]) == len(cells)
         data = json.loads((root / "all" / "students" / f"{row['student']}.json").read_text())
         assert data["schema_version"] == 2 and data["course_version"]
-        passed = {c["id"] for nb in data["notebooks"] for c in nb["checks"] if c["status"] == "passed"}
+        passed = {
+            c["id"] for nb in data["notebooks"] for c in nb["checks"] if c["status"] == "passed"
+        }
         assert {k for k, v in cells.items() if v} == passed
 
 

@@ -255,8 +255,12 @@ class MHAWithoutDropout(attention.MultiHeadAttention):
 
     def forward(self, x):
         b, num_tokens, _ = x.shape
-        heads = [split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)]
-        context = attention.scaled_dot_product_attention(*heads, self.mask[:num_tokens, :num_tokens])[0]
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
+        context = attention.scaled_dot_product_attention(
+            *heads, self.mask[:num_tokens, :num_tokens]
+        )[0]
         return self.out_proj(merge_heads(context))
 
 
@@ -264,7 +268,9 @@ class SDPADropoutInEval(attention.MultiHeadAttentionSDPA):
     """Passes dropout_p in eval mode too: eval outputs are random."""
 
     def forward(self, x):
-        heads = [split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)]
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
         context = F.scaled_dot_product_attention(*heads, dropout_p=self.dropout.p, is_causal=True)
         return self.out_proj(merge_heads(context))
 
@@ -330,7 +336,9 @@ class LayerNormNoEps(blocks.LayerNorm):
 
     def forward(self, x):
         centred = x - x.mean(dim=-1, keepdim=True)
-        return self.scale * centred / x.var(dim=-1, keepdim=True, unbiased=False).sqrt() + self.shift
+        return (
+            self.scale * centred / x.var(dim=-1, keepdim=True, unbiased=False).sqrt() + self.shift
+        )
 
 
 def copy_outside_no_grad(wrapper, mha):
@@ -641,7 +649,9 @@ class MHAFused(attention.MultiHeadAttention):
     """multi_head_attention answered with F.scaled_dot_product_attention (dropout included)."""
 
     def forward(self, x):
-        heads = [split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)]
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
         p = self.dropout.p if self.training else 0.0
         context = F.scaled_dot_product_attention(*heads, dropout_p=p, is_causal=True)
         return self.out_proj(merge_heads(context))

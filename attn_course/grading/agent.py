@@ -280,7 +280,8 @@ def _backward(module, output, inputs, seed: int) -> dict:
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
     first = inputs[0] if inputs else None
     grads = {
-        "input": first.grad.detach().clone() if _is_float_tensor(first) and first.grad is not None
+        "input": first.grad.detach().clone()
+        if _is_float_tensor(first) and first.grad is not None
         else None,
         "params": {n: p.grad.detach().clone() for n, p in params.items() if p.grad is not None},
     }

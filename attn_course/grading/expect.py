@@ -12,10 +12,10 @@ so the inputs cannot be known in advance.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-import threading
 
 import numpy as np
 import torch
@@ -319,7 +319,6 @@ def expect_module(
     backward pass whose input and parameter gradients must match the reference's.
     A tuple output is compared by its first element.
     """
-    name = getattr(mine, "__name__", None) or type(mine).__name__
     for i, args in enumerate(calls):
         label = what(args)
         want = _run_ref(ref, args, train=False, seed=None)

@@ -84,8 +84,7 @@ HINTS: dict[str, str] = {
     # encoder layer (post-LN)
     "no_residual": "encoder layer without residual: add the sublayer's input back before each "
     "norm: norm1(x + attn_out), norm2(x + ffn_out).",
-    "no_norm": "encoder layer without norm: apply norm1 and norm2 to the residual sums "
-    "(post-LN).",
+    "no_norm": "encoder layer without norm: apply norm1 and norm2 to the residual sums (post-LN).",
     "neither": "neither the residual connections nor the norms are applied: "
     "x = norm1(x + attn_out), then norm2(x + ffn_out).",
     "pre_ln": "this is pre-LN (GPT-2 style); this encoder layer is post-LN: the norm comes "
@@ -136,8 +135,7 @@ NUMPY_HINTS: dict[str, str] = {
     "still get weight.",
     "mask_after_softmax": "the mask is applied after the softmax: the rows no longer sum to 1. "
     "Set the hidden scores to -np.inf BEFORE the softmax.",
-    "keys_are_values": "the scores use the values instead of the keys: they must be "
-    "Q @ K.T.",
+    "keys_are_values": "the scores use the values instead of the keys: they must be Q @ K.T.",
     "keys_queries_swapped": "the scores are K @ Q.T (transposed): use Q @ K.T so row i "
     "belongs to query i.",
     "no_scale": "missing the 1/sqrt(d_k) scaling: divide the scores by np.sqrt(K.shape[-1]) "

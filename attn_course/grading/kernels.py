@@ -132,5 +132,3 @@ class KernelPool:
             kernel = self._ready.get()
             if isinstance(kernel, Kernel):
                 kernel.shutdown()
-
-

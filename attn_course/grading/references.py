@@ -25,8 +25,8 @@ from ..attention import (
     split_heads,
 )
 from ..blocks import EncoderLayer
-from .hints import HINTS
 from .expect import attention_mistakes, build_pair, expect_module, randn
+from .hints import HINTS
 
 __all__ = [
     "DROPOUT",
@@ -113,7 +113,7 @@ def check_causal_class(cls: object) -> None:
             _two_lengths(b, num_tokens, ctx, d_in, seed=50 + 10 * i),
             lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
             causal_mistakes,
-            dropout_hint=HINTS['dropout_attention'],
+            dropout_hint=HINTS["dropout_attention"],
             seed=40 + i,
         )
 
@@ -122,7 +122,7 @@ def check_mha_class(
     cls: object,
     hints: dict[str, str] | None = None,
     mistakes_of: Callable = mha_mistakes,
-    dropout_hint: str = HINTS['dropout_attention'],
+    dropout_hint: str = HINTS["dropout_attention"],
 ) -> None:
     """Compare ``cls`` with MultiHeadAttention on MHA_CONFIGS; ``mistakes_of(ref, x)`` diagnoses."""
     for i, (d_in, d_out, ctx, num_heads, bias, b, num_tokens) in enumerate(MHA_CONFIGS):
@@ -176,10 +176,15 @@ def check_encoder_class(cls: object) -> None:
         mine, ref = build_pair(cls, EncoderLayer, args, seed=200 + i)
         calls = [(x,) for (x,) in _two_lengths(b, max(1, num_tokens - 2), num_tokens, d_model, 210)]
         if lengths is not None:
-            calls = [(x, padding_mask([min(n, x.shape[1]) for n in lengths], x.shape[1])) for (x,) in calls]
+            calls = [
+                (x, padding_mask([min(n, x.shape[1]) for n in lengths], x.shape[1]))
+                for (x,) in calls
+            ]
 
         def what(call: tuple, args: tuple = args, lengths: list | None = lengths) -> str:
-            masked = "" if len(call) == 1 else f", lengths {[min(n, call[0].shape[1]) for n in lengths]}"
+            masked = (
+                "" if len(call) == 1 else f", lengths {[min(n, call[0].shape[1]) for n in lengths]}"
+            )
             return f"{cls.__name__}{args} on input {tuple(call[0].shape)}{masked}"
 
         expect_module(
@@ -188,6 +193,6 @@ def check_encoder_class(cls: object) -> None:
             calls,
             what,
             encoder_mistakes,
-            dropout_hint=HINTS['dropout_encoder'],
+            dropout_hint=HINTS["dropout_encoder"],
             seed=200 + i,
         )

@@ -179,4 +179,3 @@ class Remote:
 
 def is_remote(obj: object) -> bool:
     return type(obj) is Remote
-

@@ -208,7 +208,10 @@ def grade_roster(
         todo = [s for s in submissions if not _up_to_date(students_dir / f"{s.student}.json", s)]
         skipped = len(submissions) - len(todo)
         if skipped:
-            log(f"{skipped} of {len(submissions)} students already graded (same files, same course version)")
+            log(
+                f"{skipped} of {len(submissions)} students already graded "
+                "(same files, same course version)"
+            )
         picked = {s.student: _pick_notebooks(s) for s in todo}
         paths = [p for s in todo for p in picked[s.student]]
         owner = {p: s for s in todo for p in picked[s.student]}

@@ -265,3 +265,17 @@ def test_sdpa_check_sees_the_fused_call_however_it_was_imported(fused):
             return self.out_proj(merge_heads(fused(*heads, dropout_p=p, is_causal=True)))
 
     assert verdict("sdpa_attention", Fused) == "passed"
+
+
+def test_check_modules_import_downward_only():
+    """Shared references live in grading.references: no check module imports another."""
+    import ast
+    from pathlib import Path
+
+    from attn_course.grading import checks as package
+
+    for path in Path(package.__file__).parent.glob("nb*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                raise AssertionError(f"{path.name} imports the check module .{node.module}")

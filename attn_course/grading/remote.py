@@ -100,8 +100,9 @@ class Session:
             reply_path.unlink(missing_ok=True)
         if not isinstance(reply, dict):
             raise RemoteError("GradingError", "the kernel sent an unreadable answer", False)
-        if self.answer_name and self.answer_name in reply.get("package_calls", []):
-            self.uses_reference = True
+        called = {str(name).split(".")[0] for name in reply.get("package_calls", [])}
+        if self.answer_name and self.answer_name in called:
+            self.uses_reference = True  # e.g. its forward calls the package's forward
         if reply.get("timeout"):
             raise RemoteTimeout
         if "exception" in reply:

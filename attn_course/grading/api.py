@@ -63,15 +63,19 @@ def check(exercise_id: str, obj: object) -> CheckResult | None:
     return result
 
 
-def run_check(spec: CheckSpec, obj: object, local: bool = True) -> CheckResult:
+def run_check(
+    spec: CheckSpec, obj: object, local: bool = True, time_limit: float | None = None
+) -> CheckResult:
     """Call the check and turn what happens into a verdict.
 
     ``local``: ``obj`` is the learner's object in this process (time limit, seeds and
     output cap apply here); otherwise it is a ``Remote`` proxy and the kernel applies them.
+    ``time_limit`` (default: the registered one) is the limit the timeout message names.
     """
+    time_limit = time_limit or spec.time_limit
     if obj is Ellipsis:
         return CheckResult(spec.id, Status.NOT_ATTEMPTED, "replace `...` with your answer")
-    guards = (agent.time_limit(spec.time_limit), _fixed_seeds(), _capped_output()) if local else ()
+    guards = (agent.time_limit(time_limit), _fixed_seeds(), _capped_output()) if local else ()
     try:
         with contextlib.ExitStack() as stack:
             for guard in guards:
@@ -81,7 +85,7 @@ def run_check(spec: CheckSpec, obj: object, local: bool = True) -> CheckResult:
         return CheckResult(
             spec.id,
             Status.TIMEOUT,
-            f"took longer than {spec.time_limit:g} s: an infinite loop, or a very slow method?",
+            f"took longer than {time_limit:g} s: an infinite loop, or a very slow method?",
         )
     except RemoteError as exc:
         if exc.not_implemented:

@@ -12,6 +12,7 @@ so the inputs cannot be known in advance.
 
 from __future__ import annotations
 
+import numbers
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -192,8 +193,10 @@ def expect_answer(answer: object, want: object, what: str, hints: dict | None = 
         if not isinstance(answer, tuple | list | torch.Size):
             raise CheckFailed(f"{what}: answer with a tuple of ints like (2, 3), not {answer!r}.")
         answer = tuple(answer)
-    elif isinstance(want, int) and not (isinstance(answer, int) and not isinstance(answer, bool)):
-        raise CheckFailed(f"{what}: answer with one whole number (an int), not {answer!r}.")
+    elif isinstance(want, int):
+        if not isinstance(answer, numbers.Integral) or isinstance(answer, bool):
+            raise CheckFailed(f"{what}: answer with one whole number (an int), not {answer!r}.")
+        answer = int(answer)  # NumPy integers too
     if answer == want:
         return f"{what}: {answer} is right."
     hint = (hints or {}).get(answer)

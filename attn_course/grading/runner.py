@@ -233,11 +233,12 @@ def _grade_answers(specs, notebook: Notebook, run: _Execution, salt: int) -> lis
             results.append(_unreported(spec.id, notebook, run))
             continue
         session = Session(run.kernel, run.workdir)
-        session.start_check(spec.time_limit * OFFICIAL_TIME_FACTOR)
+        limit = spec.time_limit * OFFICIAL_TIME_FACTOR
+        session.start_check(limit)
         token = SALT.set(salt)
         try:
             obj = session.resolve(spec.id)
-            result = run_check(spec, obj, local=False)
+            result = run_check(spec, obj, local=False, time_limit=limit)
             if session.uses_reference:
                 result = CheckResult(result.id, result.status, result.message, True)
         except KeyError:

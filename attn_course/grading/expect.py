@@ -35,6 +35,7 @@ __all__ = [
     "randn",
     "rng",
     "invoke",
+    "invoke_many",
     "call_pure",
     "learner_error",
     "expect_module",
@@ -83,6 +84,23 @@ def invoke(func: object, args: tuple, kwargs: dict | None = None, **options: obj
     if is_remote(func):
         return func.call(tuple(args), dict(kwargs or {}), **options)
     return agent.call(func, tuple(args), kwargs, **options)
+
+
+def invoke_many(func: object, args: tuple, options: list[dict]) -> Iterator[dict]:
+    """Several calls of ``func`` on ``args`` (one round trip when remote), in order.
+
+    Yields each call's reply; the call that raised raises when its turn comes.
+    """
+    if not is_remote(func):
+        for option in options:
+            yield agent.call(func, tuple(args), None, **option)
+        return
+    batch = [{"args": tuple(args), "options": option} for option in options]
+    for reply in func._session.request("calls", func, batch):
+        if "exception" in reply:
+            e = reply["exception"]
+            raise RemoteError(str(e["ename"]), str(e["message"]), bool(e["not_implemented"]))
+        yield reply
 
 
 def learner_error(exc: BaseException) -> str | None:
@@ -239,17 +257,15 @@ def build_pair(
     with seeded(seed):
         ref = ref_cls(*args)
     _perturb(ref, seed)
+    values = {pname: p.detach() for pname, p in ref.named_parameters()}
     if is_remote(learner_cls):
-        built = learner_cls._session.request("build", learner_cls, args, seed)
-        mine, info = built["instance"], built if built["module"] else None
+        built = learner_cls._session.request("build", learner_cls, args, seed, values)
     else:
-        with seeded(seed):
-            mine = learner_cls(*args)
-        info = agent.module_info(mine) if isinstance(mine, nn.Module) else None
-    if info is None:
+        built = agent._op_build(learner_cls, args, seed, values)
+    if not built["module"]:
         raise CheckFailed(f"{name} must subclass torch.nn.Module.")
-    ref_info = agent.module_info(ref)
-    ref_shapes, my_shapes = ref_info["parameters"], info["parameters"]
+    mine, ref_info = built["instance"], agent.module_info(ref)
+    ref_shapes, my_shapes = ref_info["parameters"], built["parameters"]
     if ref_shapes.keys() != my_shapes.keys():
         missing = sorted(ref_shapes.keys() - my_shapes.keys())
         extra = sorted(my_shapes.keys() - ref_shapes.keys())
@@ -264,19 +280,14 @@ def build_pair(
                 f"for {config} parameter {pname} has shape {_describe(my_shapes[pname])}, "
                 f"expected {_describe(shape)} (nn.Linear(in, out).weight is (out, in))."
             )
-    unregistered = [b for b in ref_info["buffers"] if b not in info["state_keys"]]
+    unregistered = [b for b in ref_info["buffers"] if b not in built["state_keys"]]
     if unregistered:
         raise CheckFailed(
             f"{name}'s state_dict has no {unregistered[0]!r}: register it with "
             f"self.register_buffer({unregistered[0].split('.')[-1]!r}, ...) so that it is saved "
             "with the weights and moves with .to(device) (a plain attribute does neither)."
         )
-    values = {pname: p.detach() for pname, p in ref.named_parameters()}
-    if is_remote(mine):
-        mine._session.request("load", mine, values)
-    else:
-        agent._op_load(mine, values)
-    return mine.eval(), ref.eval()
+    return mine, ref.eval()
 
 
 def _run_ref(ref: nn.Module, args: tuple, train: bool, seed: int | None) -> torch.Tensor:
@@ -324,11 +335,23 @@ def expect_module(
     """
     for i, args in enumerate(calls):
         label = what(args)
+        train_seed = salted(seed * 100 + i)
+        in_eval = {"train": False, "no_grad": True}
+        replies = invoke_many(
+            mine,
+            args,
+            [
+                in_eval,
+                in_eval,
+                {"train": True, "no_grad": True, "seed": train_seed},
+                {"train": False, "backward_seed": train_seed},
+            ],
+        )
         want = _run_ref(ref, args, train=False, seed=None)
         with torch.no_grad():
             mistakes = mistakes_of(ref, *args) if mistakes_of else {}
         try:
-            got = _output(invoke(mine, args, train=False, no_grad=True))
+            got = _output(next(replies))
         except Exception as exc:
             if i == 0 or isinstance(exc, CheckFailed) or _not_implemented(exc):
                 raise
@@ -339,7 +362,7 @@ def expect_module(
                 "local variable."
             ) from None
         try:
-            again = _output(invoke(mine, args, train=False, no_grad=True))
+            again = _output(next(replies))
         except Exception as exc:
             raise CheckFailed(
                 f"{label}: the first call worked, a second call failed ({learner_error(exc)}). "
@@ -353,9 +376,8 @@ def expect_module(
                 "switches off, not F.dropout(..., training=True) or a fixed dropout_p."
             )
         expect_close(got, want, label, mistakes, hints)
-        train_seed = salted(seed * 100 + i)
         want_train = _run_ref(ref, args, train=True, seed=train_seed)
-        got_train = _output(invoke(mine, args, train=True, no_grad=True, seed=train_seed))
+        got_train = _output(next(replies))
         if not close(got_train, want_train):
             missing = close(got_train, want)
             raise CheckFailed(
@@ -367,12 +389,11 @@ def expect_module(
                 )
                 + dropout_hint
             )
-        _expect_gradients(mine, ref, args, label, train_seed)
+        _expect_gradients(next(replies)["grads"], ref, args, label, train_seed)
 
 
-def _expect_gradients(mine, ref, args: tuple, label: str, seed: int) -> None:
-    """A backward pass through the learner's module gives the reference's gradients."""
-    mine_grads = invoke(mine, args, train=False, backward_seed=seed)["grads"]
+def _expect_gradients(mine_grads: dict, ref, args: tuple, label: str, seed: int) -> None:
+    """The learner's gradients (``agent.call``'s ``grads``) are the reference's."""
     if "error" in mine_grads:
         raise CheckFailed(
             f"{label}: backward() through your module failed ({mine_grads['error']}). An "

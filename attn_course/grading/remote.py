@@ -47,6 +47,8 @@ def _to_kernel(value: object) -> object:
         return {"__tuple__": [_to_kernel(v) for v in value]}
     if isinstance(value, list):
         return [_to_kernel(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_kernel(v) for k, v in value.items()}
     return value
 
 

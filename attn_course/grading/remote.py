@@ -20,7 +20,7 @@ from torch import nn
 
 from .kernels import Kernel, KernelLost
 
-__all__ = ["Kernel", "KernelLost", "Session", "Remote", "RemoteError", "RemoteTimeout"]
+__all__ = ["Kernel", "KernelLost", "Session", "Remote", "RemoteError", "RemoteTimeout", "is_remote"]
 
 REQUEST_GRACE = 5.0  # seconds beyond the check's limit before the grader stops waiting
 

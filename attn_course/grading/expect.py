@@ -381,7 +381,7 @@ def expect_module(
         if not close(got_train, want_train):
             missing = close(got_train, want)
             raise CheckFailed(
-                f"{label}, in train() mode with dropout: "
+                f"{label}, in training mode (train()) with dropout: "
                 + (
                     "the output is the same as in eval mode, so no dropout is applied. "
                     if missing

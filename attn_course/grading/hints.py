@@ -101,6 +101,11 @@ HINTS: dict[str, str] = {
     "and after the feed-forward.",
     "block_norm1_twice": "norm1 is used twice: the feed-forward's input is norm2(x).",
     "block_norms_swapped": "norm1 and norm2 are swapped: att(norm1(x)), then ff(norm2(x)).",
+    # cross-attention
+    "keys_for_values": "the values are projected from the key input: use W_value(value).",
+    "self_attention": "keys and values come from the query input: in cross-attention they are "
+    "projected from the `key` and `value` arguments (the encoder's memory).",
+    "cross_mask_ignored": "the padding mask is not used: pass mask to the attention.",
     # where dropout goes (train mode, same RNG state as the reference)
     "dropout_attention": "Apply self.dropout to the attention weights, after the softmax and "
     "before multiplying by the values (not to the scores, not to the context vectors).",
@@ -110,11 +115,21 @@ HINTS: dict[str, str] = {
     "dropout_encoder": "Apply self.dropout to each sublayer's output before adding the "
     "residual: norm1(x + dropout(attn_out)), then norm2(x + dropout(ffn_out)); the attention "
     "and the feed-forward apply their own dropout inside.",
+    "dropout_cross": "Apply self.dropout to the attention weights (pass it to the attention), "
+    "as in the lecture's MultiHeadCrossAttention.",
     "dropout_block": "Apply drop_shortcut to each sublayer's output before adding the "
     "shortcut: x + drop_shortcut(att(norm1(x))), then x + drop_shortcut(ff(norm2(x))).",
 }
 
 NUMPY_HINTS: dict[str, str] = {
+    "weightless_scaled": "this attention has no scaling yet: the scores are the plain dot "
+    "products X @ X.T (the 1/sqrt(d) scaling comes with the projections).",
+    "weightless_softmax_axis": "softmax over the wrong axis: each ROW (one query) must sum to "
+    "1; use axis=-1.",
+    "weightless_no_softmax": "the weights are the raw scores: apply softmax to each row so they "
+    "are positive and sum to 1.",
+    "weightless_transposed": "the context uses the transposed weights: row i is "
+    "sum_j weights[i, j] * X[j], that is weights @ X.",
     "overflow": "exp overflows for large scores (exp(1000) = inf): subtract the max along the "
     "axis first (it does not change the result).",
     "wrong_axis": "normalised along the wrong axis: use the `axis` argument for the max and "

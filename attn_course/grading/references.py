@@ -25,8 +25,17 @@ from ..attention import (
     split_heads,
 )
 from ..blocks import EncoderLayer
-from .expect import attention_mistakes, build_pair, expect_module, randn
+from ..foundations import MultiHeadCrossAttention
+from .expect import (
+    attention_mistakes,
+    build_pair,
+    call_pure,
+    expect_close,
+    expect_module,
+    randn,
+)
 from .hints import HINTS
+from .registry import CheckFailed
 
 __all__ = [
     "DROPOUT",
@@ -38,6 +47,8 @@ __all__ = [
     "check_causal_class",
     "check_mha_class",
     "check_encoder_class",
+    "cross_mistakes",
+    "check_cross_attention_class",
 ]
 
 DROPOUT = 0.25  # modules under test get a real dropout, so its placement shows in train mode
@@ -196,3 +207,85 @@ def check_encoder_class(cls: object) -> None:
             dropout_hint=HINTS["dropout_encoder"],
             seed=200 + i,
         )
+
+
+def cross_mistakes(
+    ref: MultiHeadCrossAttention,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Mistake name -> output of the reference cross-attention with that mistake."""
+    h = ref.n_heads
+    queries = split_heads(ref.W_query(query), h)  # (b, n_heads, num_queries, head_dim)
+    keys = split_heads(ref.W_key(key), h)  # (b, n_heads, num_keys, head_dim)
+    values = split_heads(ref.W_value(value), h)  # (b, n_heads, num_keys, head_dim)
+    mistakes = {
+        name: ref.out_proj(merge_heads(context))
+        for name, (context, _) in attention_mistakes(queries, keys, values, mask).items()
+    }
+    context, _ = scaled_dot_product_attention(queries, keys, values, mask)
+    mistakes["no_out_proj"] = merge_heads(context)
+    mistakes["keys_for_values"] = ref(query, key, key, mask)[0]
+    mistakes["self_attention"] = ref(query, query, query)[0]  # keys, values from the query
+    if mask is not None:
+        mistakes["cross_mask_ignored"] = ref(query, key, value)[0]
+    return mistakes
+
+
+def check_cross_attention_class(cls: object) -> None:
+    """``cls(d_model, n_heads, dropout)``, ``forward(query, key, value, mask=None)`` ->
+    (output, weights), as ``foundations.MultiHeadCrossAttention``: outputs and weights with
+    and without a (b, 1, 1, num_keys) padding mask, then ``expect_module`` (two source
+    lengths, eval determinism, dropout in train mode, gradients)."""
+    configs = [  # d_model, n_heads, b, num_queries, num_keys, lengths (None: no mask)
+        (8, 2, 2, 3, 5, [5, 2]),
+        (6, 3, 3, 4, 4, [1, 4, 3]),
+        (4, 1, 1, 1, 6, None),
+        (6, 2, 2, 5, 3, None),
+    ]
+    for i, (d_model, n_heads, b, t_q, t_k, lengths) in enumerate(configs):
+        args = (d_model, n_heads, DROPOUT)
+        mine, ref = build_pair(cls, MultiHeadCrossAttention, args, seed=300 + i)
+        calls = []
+        for n_k in (t_k, t_k + 2):  # the same instance, a longer source the second time
+            query = randn(b, t_q, d_model, seed=310 + i)
+            key = randn(b, n_k, d_model, seed=320 + i + n_k)
+            value = randn(b, n_k, d_model, seed=330 + i + n_k)
+            mask = None if lengths is None else padding_mask(lengths, n_k)
+            calls.append((query, key, value) if mask is None else (query, key, value, mask))
+
+        def what(call: tuple, args: tuple = args, lengths: list | None = lengths) -> str:
+            masked = "" if len(call) == 3 else f", source lengths {lengths}"
+            return (
+                f"{cls.__name__}{args} with query {tuple(call[0].shape)}, key and value "
+                f"{tuple(call[1].shape)}{masked}"
+            )
+
+        result = call_pure(mine, *calls[0])
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise CheckFailed(
+                f"{what(calls[0])}: return the pair (output, attn_weights), in this order."
+            )
+        got_weights = result[1]
+        if isinstance(got_weights, torch.Tensor) and got_weights.ndim == 5:
+            raise CheckFailed(
+                f"{what(calls[0])}: the weights are 5-D {tuple(got_weights.shape)}. The mask got "
+                "an extra dim: a (b, 1, 1, num_keys) padding mask already broadcasts over heads "
+                "and queries; unsqueeze(1) makes it (b, 1, 1, 1, num_keys), which pairs every "
+                "sequence's scores with every sequence's mask."
+            )
+        expect_module(
+            mine,
+            ref,
+            calls,
+            what,
+            cross_mistakes,
+            dropout_hint=HINTS["dropout_cross"],
+            seed=300 + i,
+        )
+        with torch.no_grad():
+            want_weights = ref(*calls[0])[1]
+        label = f"weights (b, n_heads, T_q, T_k) for {what(calls[0])}"
+        expect_close(got_weights, want_weights, label)

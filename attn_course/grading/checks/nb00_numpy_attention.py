@@ -157,32 +157,22 @@ def check_weightless_attention(func: object) -> str:
         want_context, want_weights = weightless_attention(X)
         scores = X @ X.T  # (num_tokens, num_tokens)
         weight_mistakes = {
-            "scaled": softmax(scores / np.sqrt(X.shape[-1])),
-            "softmax_axis": softmax(scores, axis=0),
-            "no_softmax": scores,
+            "weightless_scaled": softmax(scores / np.sqrt(X.shape[-1])),
+            "weightless_softmax_axis": softmax(scores, axis=0),
+            "weightless_no_softmax": scores,
         }
         expect_close(
             got_weights,
             want_weights,
             f"weights for {what}",
             {name: torch.from_numpy(w) for name, w in weight_mistakes.items()},
-            hints={
-                "scaled": "this attention has no scaling yet: the scores are the plain dot "
-                "products X @ X.T (the 1/sqrt(d) scaling comes with the projections).",
-                "softmax_axis": "softmax over the wrong axis: each ROW (one query) must sum "
-                "to 1; use axis=-1.",
-                "no_softmax": "the weights are the raw scores: apply softmax to each row so "
-                "they are positive and sum to 1.",
-            },
+            NUMPY_HINTS,
         )
         expect_close(
             got_context,
             want_context,
             f"context vectors for {what}",
-            {"transposed": torch.from_numpy(want_weights.T @ X)},
-            hints={
-                "transposed": "the context uses the transposed weights: row i is "
-                "sum_j weights[i, j] * X[j], that is weights @ X."
-            },
+            {"weightless_transposed": torch.from_numpy(want_weights.T @ X)},
+            NUMPY_HINTS,
         )
     return "scores, weights and context vectors match, the journey sentence included."

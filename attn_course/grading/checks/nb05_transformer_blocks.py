@@ -24,7 +24,7 @@ from ..expect import (
     seeded,
 )
 from ..hints import HINTS
-from ..references import DROPOUT, check_encoder_class
+from ..references import DROPOUT, check_cross_attention_class, check_encoder_class
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "05_transformer_blocks"
@@ -196,3 +196,10 @@ def check_gpt2_block_parameters(answer: object) -> str:
             want - count_parameters(block.att.out_proj): "Count the attention's out_proj too.",
         },
     )
+
+
+@register("cross_attention", NOTEBOOK, time_limit=10.0)
+def check_cross_attention(cls: object) -> str:
+    """The lecture's ``MultiHeadCrossAttention``."""
+    check_cross_attention_class(cls)
+    return "queries from one sequence, keys and values from the other, masked and trained alike."

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from ..references import check_causal_class, check_encoder_class, check_mha_class
+from ..references import (
+    check_causal_class,
+    check_cross_attention_class,
+    check_encoder_class,
+    check_mha_class,
+)
 from ..registry import register
 
 NOTEBOOK = "07_bug_zoo"
@@ -41,3 +46,10 @@ def check_bug_encoder_residual(cls: object) -> str:
     """The fixed EncoderLayer that skipped its residuals and norms."""
     check_encoder_class(cls)
     return "residual connections and post-LN norms are back."
+
+
+@register("bug_padding_mask_unsqueeze", NOTEBOOK, time_limit=10.0)
+def check_bug_padding_mask_unsqueeze(cls: object) -> str:
+    """The fixed cross-attention whose (b, 1, 1, S) padding mask got one dim too many."""
+    check_cross_attention_class(cls)
+    return "a (b, 1, 1, num_keys) padding mask broadcasts as it is: no extra unsqueeze."

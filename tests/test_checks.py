@@ -158,7 +158,8 @@ def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
     original = expect.expect_close
 
     def recording(got, want, what, mistakes=None, hints=None):
-        seen.update(mistakes or {})
+        # Names the catalogue lacks must come with the check's own hint (nb09, nb10 so far).
+        seen.update(name for name in mistakes or {} if name not in (hints or {}))
         return original(got, want, what, mistakes, hints)
 
     modules = [expect, references] + [

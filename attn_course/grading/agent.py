@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .errors import caused_by, describe_error, is_learner_file
 from .kernels import OFFICIAL_ENV
@@ -164,10 +165,30 @@ def _decode(value: object) -> object:
 
 
 def _after(value: object) -> object:
-    """An argument after the call: a module's state, a tensor's or array's values."""
+    """An argument after the call: a module's state, a tensor's or array's values, another
+    object's attributes (e.g. a KV cache the call filled)."""
     if isinstance(value, nn.Module):
         return {k: v.detach().clone() for k, v in value.state_dict().items()}
-    return value if isinstance(value, torch.Tensor | np.ndarray) else None
+    if isinstance(value, torch.Tensor | np.ndarray):
+        return value
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return {"__vars__": dict(vars(value))}
+    return None
+
+
+class _LargestOutput(TorchDispatchMode):
+    """Records the largest number of elements of any tensor an operator returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
 
 
 class _SdpaCounter(TorchFunctionMode):
@@ -230,7 +251,16 @@ def module_info(module: nn.Module) -> dict:
     }
 
 
-def call(func, args, kwargs=None, seed=None, no_grad=False, train=None, backward_seed=None):
+def call(
+    func,
+    args,
+    kwargs=None,
+    seed=None,
+    no_grad=False,
+    train=None,
+    backward_seed=None,
+    track_largest=False,
+):
     """Call ``func``; the result, the arguments afterwards and whatever the options ask for.
 
     Args:
@@ -239,6 +269,8 @@ def call(func, args, kwargs=None, seed=None, no_grad=False, train=None, backward
         train: put the module ``func`` in train (True) or eval (False) mode first.
         backward_seed: also backpropagate sum(output * g), g drawn from this seed, and
             return the gradients of the first argument and of ``func``'s parameters.
+        track_largest: also return ``largest``, the most elements of any tensor an
+            operator returned during the call (tiled attention must stay below n x n).
     """
     kwargs = kwargs or {}
     reply: dict = {}
@@ -255,8 +287,11 @@ def call(func, args, kwargs=None, seed=None, no_grad=False, train=None, backward
         if no_grad:
             stack.enter_context(torch.no_grad())
         counter = stack.enter_context(_SdpaCounter())
+        largest = stack.enter_context(_LargestOutput()) if track_largest else None
         reply["result"] = func(*args, **kwargs)
         reply["sdpa_calls"] = counter.calls
+        if largest is not None:
+            reply["largest"] = largest.largest
     if backward_seed is not None:
         reply["grads"] = _backward(func, reply["result"], args, backward_seed)
     reply["after"] = [_after(a) for a in (*args, *kwargs.values())]

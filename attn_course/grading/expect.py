@@ -37,6 +37,7 @@ __all__ = [
     "invoke",
     "invoke_many",
     "call_pure",
+    "call_pure_reply",
     "learner_error",
     "expect_module",
     "close",
@@ -119,14 +120,23 @@ def _snapshot(value: object) -> object:
 def call_pure(func: Callable, *args: object, **kwargs: object) -> object:
     """Call ``func`` and fail with a hint if it changed one of its tensor/array arguments.
 
-    Module arguments may change (that is how a function fills a module's weights): after a
-    remote call their state is loaded back into the grader's copies.
+    Module arguments may change (that is how a function fills a module's weights), and so
+    may other objects (a KV cache): after a remote call their state is copied back into
+    the grader's objects.
     """
+    return call_pure_reply(func, args, kwargs)["result"]
+
+
+def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **options) -> dict:
+    """``call_pure`` returning ``agent.call``'s whole reply (``options`` go to the call)."""
+    kwargs = kwargs or {}
     inputs = list(args) + list(kwargs.values())
     before = [_snapshot(a) for a in inputs]
-    reply = invoke(func, args, kwargs)
+    reply = invoke(func, args, kwargs, **options)
     for arg, after in zip(inputs, reply["after"], strict=True):
-        if isinstance(arg, nn.Module) and is_remote(func):
+        if not is_remote(func) or after is None:
+            continue
+        if isinstance(arg, nn.Module):
             try:
                 arg.load_state_dict(after)
             except (RuntimeError, TypeError):
@@ -134,6 +144,8 @@ def call_pure(func: Callable, *args: object, **kwargs: object) -> object:
                     "copy the values into the module's existing parameters (weight.copy_(...)); "
                     "do not replace its submodules or parameters."
                 ) from None
+        elif isinstance(after, dict) and "__vars__" in after:
+            vars(arg).update(after["__vars__"])
     afters = [a if isinstance(a, torch.Tensor | np.ndarray) else None for a in reply["after"]]
     for i, (after, old) in enumerate(zip(afters, before, strict=True)):
         if old is not None and not _same(after, old):
@@ -142,7 +154,7 @@ def call_pure(func: Callable, *args: object, **kwargs: object) -> object:
                 "work on new tensors (e.g. x = x / s instead of x /= s, masked_fill instead "
                 "of masked_fill_ on an input)."
             )
-    return reply["result"]
+    return reply
 
 
 def _same(after: object, old: object) -> bool:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...tiled import attention_tile, online_softmax_update, tiled_attention
-from ..expect import call_pure, expect_close, randn
+from ..expect import call_pure, call_pure_reply, expect_close, randn
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "10_tiled_attention"
@@ -125,21 +124,6 @@ def check_attention_tile(func: object) -> str:
     return "one tile updates the running max, sum and weighted sum of values correctly."
 
 
-class _LargestOutput(TorchDispatchMode):
-    """Records the largest number of elements of any tensor an operator returns."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, tuple | list) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.numel())
-        return out
-
-
 def _tiled_with(mistake: str, q, k, v, causal: bool, block_size: int) -> torch.Tensor:
     """Causal ``tiled_attention`` with ``mistake`` in the choice of key blocks or their mask."""
     num_queries, num_keys = q.shape[-2], k.shape[-2]
@@ -178,8 +162,8 @@ def check_tiled_attention(func: object) -> str:
         v = randn(*lead, nk, d_v, seed=410 + i)
         for causal in (False, True):
             want = tiled_attention(q, k, v, causal, block_size)
-            with _LargestOutput() as largest:
-                got = call_pure(func, q, k, v, causal, block_size)
+            reply = call_pure_reply(func, (q, k, v, causal, block_size), track_largest=True)
+            got, largest = reply["result"], reply["largest"]
             what = (
                 f"tiled_attention(queries {tuple(q.shape)}, keys {tuple(k.shape)}, "
                 f"causal={causal}, block_size={block_size})"
@@ -203,10 +187,10 @@ def check_tiled_attention(func: object) -> str:
                     "after a query are the future; mask them (key position > query position).",
                 },
             )
-            if largest.largest >= q[..., 0].numel() * nk and nq * nk > block_size**2:
+            if largest >= q[..., 0].numel() * nk and nq * nk > block_size**2:
                 raise CheckFailed(
                     f"{what}: right values, but an operator built a tensor with "
-                    f"{largest.largest} elements, as large as all the (num_queries, num_keys) "
+                    f"{largest} elements, as large as all the (num_queries, num_keys) "
                     "scores: work on one (block_size, block_size) tile at a time."
                 )
     return "tiled attention equals full attention, causal or not, for any length and block size."

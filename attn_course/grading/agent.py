@@ -99,16 +99,16 @@ def _on_main_thread() -> bool:
 
 def encode(value: object, depth: int = 0) -> object:
     """A weights-only-loadable tree for data; a handle dict for anything else."""
+    if isinstance(value, np.generic) and not isinstance(value, np.object_):
+        return {"__npscalar__": torch.from_numpy(np.asarray(value).reshape(1).copy())}
     if value is None or isinstance(value, bool | int | float | str):
-        return value
+        return value  # (np.float64 is a float: handled above, it must stay a NumPy scalar)
     if value is Ellipsis:
         return {"__ellipsis__": True}
     if isinstance(value, torch.Tensor):
         return value.detach().as_subclass(torch.Tensor).clone()
     if isinstance(value, np.ndarray) and value.dtype != object:
         return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value).copy())}
-    if isinstance(value, np.generic) and not isinstance(value, np.object_):
-        return {"__npscalar__": torch.from_numpy(np.asarray(value).reshape(1).copy())}
     if isinstance(value, torch.Size):
         return {"__size__": [int(n) for n in value]}
     if isinstance(value, torch.dtype):

@@ -73,6 +73,7 @@ exercises: $(READY)
 bench: $(READY)
 	$(BIN)/python benchmarks/bench_attention.py
 	$(BIN)/python benchmarks/bench_widgets.py
+	$(BIN)/python benchmarks/bench_grading.py --students 3
 	$(BIN)/python benchmarks/bench_kv_cache.py
 	$(BIN)/python benchmarks/bench_tiled.py
 

@@ -1,4 +1,4 @@
-"""``python -m attn_course COMMAND``: lab, grade, execute, make-exercises, sync-copies."""
+"""``python -m attn_course COMMAND``: lab, grade, execute, make-exercises, sync-copies, train."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ COMMANDS = {
     "execute": ("attn_course.notebooks", "re-execute notebooks in place (regenerates outputs)"),
     "make-exercises": ("attn_course.grading.exercises", "regenerate exercises/ from solutions/"),
     "sync-copies": ("attn_course.copies", "regenerate the notebooks' copies of package code"),
+    "train": ("attn_course.training", "train the tiny transformer on a task (lecture 08)"),
 }
 
 

@@ -1,0 +1,84 @@
+"""Task generators: every scored target is predictable, and the induction repeat moves."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attn_course.tasks import TASKS, induction_batch, kv_lookup_batch
+
+
+def gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def test_previous_token_targets():
+    batch = TASKS["previous-token"].batch(8, seed=1)
+    t = batch.tokens
+    assert torch.equal(batch.targets[:, 1:], t[:, :-1])
+    assert not batch.scored[:, 0].any() and batch.scored[:, 1:].all()
+
+
+@pytest.mark.parametrize("name", ["induction", "induction-fixed", "kv-lookup"])
+def test_every_scored_target_follows_the_only_earlier_copy(name):
+    """At a scored position the current token occurred exactly once before, and the
+    target is the token that followed it there: content lookup solves it, always."""
+    batch = TASKS[name].batch(64, seed=3)
+    for tokens, targets, scored in zip(
+        batch.tokens.tolist(), batch.targets, batch.scored, strict=True
+    ):
+        positions = scored.nonzero().flatten().tolist()
+        assert positions
+        for t in positions:
+            earlier = [j for j in range(t) if tokens[j] == tokens[t]]
+            assert len(earlier) == 1, (tokens, t)
+            assert targets[t] == tokens[earlier[0] + 1]
+
+
+def test_induction_repeat_varies_in_length_and_start():
+    batch = TASKS["induction"].batch(256, seed=0)
+    first = batch.scored.float().argmax(dim=1)  # first scored position = start of the repeat
+    counts = batch.scored.sum(dim=1)  # length - 1
+    assert len(set(first.tolist())) > 10 and set(counts.tolist()) == set(range(2, 10))
+
+
+def test_fixed_offset_scores_the_same_positions_everywhere():
+    batch = TASKS["induction-fixed"].batch(32, seed=0)
+    assert (batch.scored == batch.scored[0]).all()
+
+
+def test_induction_filler_never_repeats_a_segment_token():
+    batch = induction_batch(64, gen(), min_len=5, max_len=5)
+    for tokens, scored in zip(batch.tokens.tolist(), batch.scored, strict=True):
+        start = scored.nonzero()[0].item()  # first token of the repeat
+        segment = tokens[start - 5 : start]
+        assert tokens[start : start + 5] == segment and len(set(segment)) == 5
+        rest = tokens[: start - 5] + tokens[start + 5 :]
+        assert not set(rest) & set(segment)
+
+
+def test_kv_lookup_keys_and_values_are_separate_halves():
+    batch = kv_lookup_batch(16, gen(), num_tokens=16, vocab_size=20)
+    assert batch.tokens.shape == (16, 16)
+    keys, values = batch.tokens[:, 0:8:2], batch.tokens[:, 1:8:2]
+    assert (keys < 10).all() and (values >= 10).all()
+    assert all(len(set(row)) == 4 for row in keys.tolist())
+
+
+def test_same_seed_same_batch():
+    for task in TASKS.values():
+        a, b, c = task.batch(4, seed=7), task.batch(4, seed=7), task.batch(4, seed=8)
+        assert torch.equal(a.tokens, b.tokens) and not torch.equal(a.tokens, c.tokens)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [dict(min_len=0), dict(min_len=5, max_len=4), dict(max_len=17), dict(vocab_size=8)]
+)
+def test_induction_rejects_impossible_sizes(kwargs):
+    with pytest.raises(ValueError, match="min_len"):
+        induction_batch(2, gen(), **kwargs)
+
+
+def test_kv_lookup_rejects_impossible_sizes():
+    with pytest.raises(ValueError, match="multiple of 4"):
+        kv_lookup_batch(2, gen(), num_tokens=30)

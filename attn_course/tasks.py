@@ -19,6 +19,7 @@ __all__ = [
     "previous_token_batch",
     "induction_batch",
     "kv_lookup_batch",
+    "ambiguous",
 ]
 
 NUM_TOKENS = 32
@@ -62,6 +63,7 @@ def induction_batch(
     min_len: int = 3,
     max_len: int = 10,
     fixed_offset: bool = False,
+    distinct: bool = True,
 ) -> Batch:
     """A segment of distinct tokens, repeated at once, inside filler tokens; predict the next token.
 
@@ -70,7 +72,9 @@ def induction_batch(
     earlier occurrence does. Filler tokens never occur in the segment, hence every token of
     the repeat occurred exactly once before. Scored: the repeat's positions whose next token
     is also in the repeat. ``fixed_offset=True`` always puts a ``max_len`` segment at the same
-    place (the positional-shortcut trap).
+    place (the positional-shortcut trap). ``distinct=False`` draws the filler from the whole
+    vocabulary instead: it may hold segment tokens, and some scored tokens become ambiguous
+    (see ``ambiguous``).
     """
     if not 1 <= min_len <= max_len or 2 * max_len > num_tokens or max_len >= vocab_size:
         raise ValueError(
@@ -82,6 +86,8 @@ def induction_batch(
     segment = perm[:, :max_len]  # (b, max_len) distinct tokens
     filler_idx = torch.randint(max_len, vocab_size, (batch_size, num_tokens), generator=generator)
     filler = perm.gather(1, filler_idx)  # (b, num_tokens): never a segment token
+    if not distinct:
+        filler = torch.randint(vocab_size, (batch_size, num_tokens), generator=generator)
     if fixed_offset:
         lengths = torch.full((batch_size,), max_len)
         starts = torch.full((batch_size,), num_tokens - 2 * max_len)
@@ -133,6 +139,19 @@ def kv_lookup_batch(
     return Batch(tokens, targets, scored)
 
 
+def ambiguous(batch: Batch) -> torch.Tensor:
+    """(b, num_tokens) bool: scored positions where some earlier copy of the current token is
+    followed by a token other than the target. "Copy what followed the current token" then
+    has candidates that disagree, and only their order (the latest copy wins) can decide.
+    """
+    tokens, targets = batch.tokens, batch.targets
+    same = tokens[:, :, None] == tokens[:, None, :]  # (b, query t, key j): same token
+    earlier = same & torch.ones_like(same).tril(diagonal=-1)  # j < t
+    follower = torch.roll(tokens, -1, dims=1)[:, None, :]  # (b, 1, key j): the token after j
+    disagree = earlier & (follower != targets[:, :, None])  # (b, t, j)
+    return disagree.any(dim=-1) & batch.scored
+
+
 @dataclass(frozen=True)
 class Task:
     """A named task: its batch generator and the sizes a model for it needs."""
@@ -159,6 +178,11 @@ TASKS: dict[str, Task] = {
             "induction-fixed",
             "the same with the repeat always at one offset (a trap)",
             lambda b, g: induction_batch(b, g, fixed_offset=True),
+        ),
+        Task(
+            "induction-colliding",
+            "the same with filler that may repeat segment tokens (a ceiling)",
+            lambda b, g: induction_batch(b, g, distinct=False),
         ),
         Task("kv-lookup", "recall the value stored under a key", kv_lookup_batch),
     )

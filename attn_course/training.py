@@ -53,6 +53,7 @@ TRAIN_CONFIGS: dict[str, TrainConfig] = {
     "previous-token": TrainConfig(steps=200),
     "induction": TrainConfig(steps=800),
     "induction-fixed": TrainConfig(steps=300),
+    "induction-colliding": TrainConfig(steps=800),
     "kv-lookup": TrainConfig(steps=400),
 }
 

@@ -34,6 +34,11 @@ def test_each_model_solves_its_task(name):
     assert evaluate(pretrained(name), TASKS[name]) >= 0.99
 
 
+def test_colliding_filler_costs_accuracy():
+    clean = evaluate(pretrained("induction"), TASKS["induction"])
+    assert evaluate(pretrained("induction-colliding"), TASKS["induction-colliding"]) < clean
+
+
 def test_fixed_offset_model_took_the_positional_shortcut():
     assert evaluate(pretrained("induction-fixed"), TASKS["induction"]) < 0.5
 

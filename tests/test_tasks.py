@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_course.tasks import TASKS, induction_batch, kv_lookup_batch
+from attn_course.tasks import TASKS, ambiguous, induction_batch, kv_lookup_batch
 
 
 def gen(seed: int = 0) -> torch.Generator:
@@ -82,3 +82,16 @@ def test_induction_rejects_impossible_sizes(kwargs):
 def test_kv_lookup_rejects_impossible_sizes():
     with pytest.raises(ValueError, match="multiple of 4"):
         kv_lookup_batch(2, gen(), num_tokens=30)
+
+
+def test_ambiguous_positions_only_with_colliding_filler():
+    assert not ambiguous(TASKS["induction"].batch(500, seed=0)).any()
+    batch = TASKS["induction-colliding"].batch(500, seed=0)
+    flagged = ambiguous(batch)
+    assert not (flagged & ~batch.scored).any()
+    share = flagged.sum() / batch.scored.sum()
+    assert 0.05 < share < 0.5
+    for b, t in flagged.nonzero().tolist()[:50]:  # one follower differs from the target
+        tokens = batch.tokens[b].tolist()
+        followers = {tokens[j + 1] for j in range(t) if tokens[j] == tokens[t]}
+        assert followers - {batch.targets[b, t].item()}

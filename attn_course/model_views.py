@@ -1,0 +1,224 @@
+"""Pictures of the trained tiny transformer and the computation behind its explorer (lecture 08).
+
+Plain functions and frozen settings, no ipywidgets: ``model_explorer`` is the thin UI on top.
+Heads are named ``L{layer} H{head}`` with 0-based numbers, the indices the code uses
+(``model.layers[layer]``, ``ablated(model, [(layer, head)])``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+
+from .head_scores import head_scores
+from .model import TinyTransformer
+from .tasks import TASKS
+from .training import model_config, pretrained
+
+__all__ = [
+    "draw_heads",
+    "ExplorerSettings",
+    "ExplorerView",
+    "parse_sequence",
+    "explore",
+    "draw_view",
+    "describe",
+]
+
+CMAP = plt.get_cmap("viridis")
+SHORT = {"previous-token": "prev", "induction": "ind", "first-token": "first",
+         "diagonal": "diag", "row entropy": "ent"}  # fmt: skip
+
+
+def draw_heads(
+    weights: torch.Tensor,
+    tokens: Sequence[int],
+    title: str | None = None,
+    scores: dict[str, torch.Tensor] | None = None,
+    show: Sequence[str] = ("previous-token", "induction"),
+) -> Figure:
+    """Every head's weights on one sequence: a row of panels per layer, keys on x, queries on y.
+
+    Args:
+        weights: (n_layers, n_heads, num_tokens, num_tokens), e.g.
+            ``model.attention_weights()[:, 0]`` after ``model(tokens[None])``.
+        tokens: the num_tokens token ids, used as tick labels.
+        title: the figure title.
+        scores: ``head_scores(...)`` output ({name: (n_layers, n_heads)}); the ``show`` ones
+            are printed under each panel's name.
+
+    Returns:
+        The Figure, on a fixed 0-1 colour scale.
+    """
+    n_layers, n_heads, num_tokens, _ = weights.shape
+    side = max(2.4, 0.13 * num_tokens)
+    fig, axes = plt.subplots(
+        n_layers, n_heads, figsize=(n_heads * side + 1.2, n_layers * (side + 0.55) + 0.5),
+        squeeze=False, layout="constrained",
+    )  # fmt: skip
+    labels = [str(t) for t in tokens]
+    fontsize = 7 if num_tokens <= 24 else 5.5
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            ax = axes[layer, head]
+            image = ax.imshow(weights[layer, head].numpy(), cmap=CMAP, norm=Normalize(0, 1))
+            name = f"L{layer} H{head}"
+            if scores is not None:
+                name += "\n" + "  ".join(f"{SHORT[s]} {scores[s][layer, head]:.2f}" for s in show)
+            ax.set_title(name, fontsize=9)
+            ax.set_xticks(range(num_tokens), labels=labels, fontsize=fontsize, rotation=90)
+            ax.set_yticks(range(num_tokens), labels=labels, fontsize=fontsize)
+            ax.tick_params(length=0, pad=1.5)
+    for ax in axes[-1]:
+        ax.set_xlabel("keys (token ids)", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("queries", fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.7, label="attention weight")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
+# --- the explorer's computation --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExplorerSettings:
+    """What the explorer shows. ``sequence``: token ids separated by spaces, or "" to sample
+    one sequence of ``task`` with ``seed``. ``trained=False`` shows the same model before
+    training (the initial weights of ``python -m attn_course train``)."""
+
+    task: str = "induction"
+    layer: int = 1
+    head: int = 0
+    sequence: str = ""
+    seed: int = 0
+    trained: bool = True
+
+
+@dataclass(frozen=True)
+class ExplorerView:
+    """The numbers behind one picture: tokens, targets (None when typed), predictions, the
+    head's weights (num_tokens, num_tokens) and its five scores."""
+
+    settings: ExplorerSettings
+    tokens: list[int]
+    targets: list[int] | None
+    scored: list[bool]
+    predictions: list[int]
+    weights: torch.Tensor
+    scores: dict[str, float]
+
+
+@lru_cache(maxsize=16)
+def _model(task: str, trained: bool) -> TinyTransformer:
+    if trained:
+        return pretrained(task)
+    torch.manual_seed(0)  # as training starts: TrainConfig().seed
+    return TinyTransformer(model_config(TASKS[task])).eval()
+
+
+def parse_sequence(text: str, vocab_size: int, context_length: int) -> list[int]:
+    """Token ids from "3 14 15 9 ..." (commas allowed); ValueError with a readable reason."""
+    parts = text.replace(",", " ").split()
+    if not 2 <= len(parts) <= context_length:
+        raise ValueError(f"type between 2 and {context_length} token ids, got {len(parts)}.")
+    if not all(p.isdigit() and int(p) < vocab_size for p in parts):
+        raise ValueError(f"token ids are whole numbers from 0 to {vocab_size - 1}: {text!r}.")
+    return [int(p) for p in parts]
+
+
+@torch.no_grad()
+def explore(settings: ExplorerSettings) -> ExplorerView:
+    """Run the model of ``settings.task`` on the sequence and collect what the picture needs."""
+    if settings.task not in TASKS:
+        raise ValueError(f"unknown task {settings.task!r}; choose one of {sorted(TASKS)}.")
+    task = TASKS[settings.task]
+    model = _model(settings.task, settings.trained)
+    if not (0 <= settings.layer < model.cfg.n_layers and 0 <= settings.head < model.cfg.n_heads):
+        raise ValueError(
+            f"layer {settings.layer}, head {settings.head} does not exist: layers 0.."
+            f"{model.cfg.n_layers - 1}, heads 0..{model.cfg.n_heads - 1}."
+        )
+    if settings.sequence.strip():
+        tokens = parse_sequence(settings.sequence, task.vocab_size, task.num_tokens)
+        targets, scored = None, [False] * len(tokens)
+    else:
+        batch = task.batch(1, settings.seed)
+        tokens, targets = batch.tokens[0].tolist(), batch.targets[0].tolist()
+        scored = batch.scored[0].tolist()
+    x = torch.tensor([tokens])
+    predictions = model(x).argmax(dim=-1)[0].tolist()
+    weights = model.attention_weights()  # (n_layers, 1, n_heads, num_tokens, num_tokens)
+    if len(set(tokens)) < len(tokens):
+        all_scores = head_scores(weights, x)
+    else:  # no repeat: the induction score is undefined
+        all_scores = head_scores(weights, torch.cat([x, x], dim=1)[:, : len(tokens)])
+        all_scores["induction"] = torch.full_like(all_scores["induction"], float("nan"))
+    return ExplorerView(
+        settings=settings,
+        tokens=tokens,
+        targets=targets,
+        scored=scored,
+        predictions=predictions,
+        weights=weights[settings.layer, 0, settings.head],
+        scores={k: v[settings.layer, settings.head].item() for k, v in all_scores.items()},
+    )
+
+
+def describe(view: ExplorerView) -> str:
+    """One status sentence: the head, its scores, and how many scored tokens were right."""
+    s = view.settings
+    scores = ", ".join(f"{name} {value:.2f}" for name, value in view.scores.items())
+    text = f"{s.task}, {'trained' if s.trained else 'untrained'}, L{s.layer} H{s.head}: {scores}."
+    if view.targets is not None and any(view.scored):
+        right = sum(
+            p == t for p, t, k in zip(view.predictions, view.targets, view.scored, strict=True) if k
+        )
+        text += f" Next-token predictions right: {right} of {sum(view.scored)} scored."
+    return text
+
+
+def draw_view(view: ExplorerView) -> Figure:
+    """The chosen head's weights, with each query's predicted next token on the right
+    (green = scored and right, red = scored and wrong, grey = not scored).
+
+    Returns:
+        A new Figure (close it after rendering).
+    """
+    num_tokens = len(view.tokens)
+    fig = plt.figure(figsize=(6.8, 5.6))
+    ax = fig.add_axes((0.08, 0.1, 0.64, 0.82))
+    image = ax.imshow(view.weights.numpy(), cmap=CMAP, norm=Normalize(0, 1))
+    labels = [str(t) for t in view.tokens]
+    fontsize = 8 if num_tokens <= 24 else 6.5
+    ax.set_xticks(range(num_tokens), labels=labels, fontsize=fontsize, rotation=90)
+    ax.set_yticks(range(num_tokens), labels=labels, fontsize=fontsize)
+    ax.tick_params(length=0, pad=1.5)
+    ax.set_xlabel("keys (token ids)", fontsize=9)
+    ax.set_ylabel("queries", fontsize=9)
+    s = view.settings
+    ax.set_title(f"{s.task}: L{s.layer} H{s.head}" + ("" if s.trained else " (untrained)"),
+                 fontsize=11)  # fmt: skip
+    right = ax.secondary_yaxis("right")
+    colors = []
+    for q, prediction in enumerate(view.predictions):
+        if not view.scored[q]:
+            colors.append("#888888")
+        else:
+            colors.append("#1a7f37" if prediction == view.targets[q] else "#cf222e")
+    right.set_yticks(range(num_tokens), labels=[f"→ {p}" for p in view.predictions],
+                     fontsize=fontsize)  # fmt: skip
+    right.tick_params(length=0, pad=1.5)
+    for label, color in zip(right.get_yticklabels(), colors, strict=True):
+        label.set_color(color)
+    right.set_ylabel("predicted next token", fontsize=9)
+    cax = fig.add_axes((0.85, 0.25, 0.025, 0.5))
+    fig.colorbar(image, cax=cax, label="attention weight")
+    return fig

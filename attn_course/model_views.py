@@ -7,6 +7,7 @@ Heads are named ``L{layer} H{head}`` with 0-based numbers, the indices the code 
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +30,7 @@ __all__ = [
     "explore",
     "draw_view",
     "describe",
+    "figure_png",
 ]
 
 CMAP = plt.get_cmap("viridis")
@@ -222,3 +224,11 @@ def draw_view(view: ExplorerView) -> Figure:
     cax = fig.add_axes((0.85, 0.25, 0.025, 0.5))
     fig.colorbar(image, cax=cax, label="attention weight")
     return fig
+
+
+def figure_png(fig: Figure, dpi: int = 80) -> bytes:
+    """The figure as PNG bytes; closes the figure."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    plt.close(fig)
+    return buffer.getvalue()

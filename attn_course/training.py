@@ -131,7 +131,8 @@ def save_model(model: TinyTransformer, path: str | Path) -> None:
 def load_model(path: str | Path) -> TinyTransformer:
     """Load a model saved by ``save_model``; ``weights_only=True`` runs no pickled code."""
     saved = torch.load(path, map_location="cpu", weights_only=True)
-    model = TinyTransformer(ModelConfig(**saved["config"]))
+    with torch.random.fork_rng(devices=[]):  # the initial weights are overwritten: leave the
+        model = TinyTransformer(ModelConfig(**saved["config"]))  # caller's RNG where it was
     missing, unexpected = model.load_state_dict(saved["state_dict"], strict=False)
     if unexpected or any(not k.endswith(".mask") for k in missing):
         raise ValueError(f"{path}: weights do not fit the model ({missing=}, {unexpected=}).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from test_checks_nb08 import NB08_REFERENCE
 from torch.nn.functional import scaled_dot_product_attention
 from wrong_implementations import CORRECT, NOT_IN_NUMPY_HINTS, WRONG
 
@@ -22,6 +23,7 @@ NOTEBOOKS = [
     "05_transformer_blocks",
     "06_attention_cost",
     "07_bug_zoo",
+    "08_trained_attention",
     "09_generation_kv_cache",
     "10_tiled_attention",
 ]
@@ -71,6 +73,7 @@ REFERENCE = {
     "online_softmax_update": tiled.online_softmax_update,
     "attention_tile": tiled.attention_tile,
     "tiled_attention": tiled.tiled_attention,
+    **NB08_REFERENCE,
 }
 
 REQUIRED_IDS = [

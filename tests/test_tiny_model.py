@@ -112,3 +112,10 @@ def test_attention_without_positions_is_permutation_equivariant():
     out, _ = att(x + pe)
     out_perm, _ = att(x[:, perm] + pe)
     assert not torch.allclose(out_perm, out[:, perm], atol=1e-3)
+
+
+def test_loading_leaves_the_global_rng_alone(tmp_path):
+    save_model(model(), tmp_path / "m.pt")
+    state = torch.random.get_rng_state()
+    load_model(tmp_path / "m.pt")
+    assert torch.equal(torch.random.get_rng_state(), state)

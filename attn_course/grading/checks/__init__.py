@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     nb05_transformer_blocks,
     nb06_attention_cost,
     nb07_bug_zoo,
+    nb08_trained_attention,
     nb09_generation_kv_cache,
     nb10_tiled_attention,
 )

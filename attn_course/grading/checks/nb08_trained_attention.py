@@ -1,0 +1,186 @@
+"""Checks of 08_trained_attention: a head score, sinusoidal positions, finding, ablating heads."""
+
+from __future__ import annotations
+
+import torch
+
+from ...attention import causal_mask
+from ...head_scores import diagonal_score, head_scores, previous_token_score
+from ...model import ModelConfig, TinyTransformer, ablated
+from ...positions import sinusoidal_positions
+from ...tasks import TASKS
+from ...training import model_config, pretrained
+from ..expect import call_pure, expect_close, randn, seeded
+from ..registry import CheckFailed, register
+
+NOTEBOOK = "08_trained_attention"
+
+
+def causal_weights(b: int, n_heads: int, num_tokens: int, seed: int) -> torch.Tensor:
+    """Random causal attention weights: (b, n_heads, num_tokens, num_tokens), rows sum to 1."""
+    scores = 2 * randn(b, n_heads, num_tokens, num_tokens, seed=seed)
+    return torch.softmax(scores.masked_fill(causal_mask(num_tokens), -torch.inf), dim=-1)
+
+
+@register("previous_token_score", NOTEBOOK, time_limit=5.0)
+def check_previous_token_score(func: object) -> str:
+    """``func(attn_weights)`` -> (n_heads,): mean weight from query t to key t - 1."""
+    for i, (b, n_heads, num_tokens) in enumerate([(3, 4, 8), (1, 2, 2), (5, 3, 17)]):
+        w = causal_weights(b, n_heads, num_tokens, seed=800 + i)
+        want = previous_token_score(w)
+        all_rows = w.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=-1).mean(dim=0) / num_tokens
+        expect_close(
+            call_pure(func, w),
+            want,
+            f"the score of weights {tuple(w.shape)}",
+            mistakes={
+                "diagonal": diagonal_score(w),
+                "next": torch.zeros_like(want),
+                "all_rows": all_rows,
+            },  # fmt: skip
+            hints={
+                "diagonal": "this is the weight a query gives ITSELF (the diagonal); the "
+                "previous token is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
+                "next": "key t + 1 is in the future, hidden by the causal mask: the previous "
+                "token is offset=-1, below the diagonal.",
+                "all_rows": "row 0 has no previous token: average over the num_tokens - 1 rows "
+                "t = 1 .. num_tokens - 1, not over all rows.",
+            },
+        )
+    return "your score matches head_scores.previous_token_score."
+
+
+@register("sinusoidal_positions", NOTEBOOK, time_limit=5.0)
+def check_sinusoidal_positions(func: object) -> str:
+    """``func(num_tokens, d_model)`` -> the (num_tokens, d_model) sin/cos table."""
+    for num_tokens, d_model in ((6, 4), (50, 16), (1, 2), (33, 64)):
+        want = sinusoidal_positions(num_tokens, d_model)
+        positions = torch.arange(num_tokens, dtype=torch.float32)[:, None]
+        i = torch.arange(d_model // 2, dtype=torch.float32)
+        swapped = torch.empty_like(want)
+        swapped[:, 0::2], swapped[:, 1::2] = want[:, 1::2], want[:, 0::2]
+        slow = positions / 10000.0 ** (i / d_model)  # exponent i/d instead of 2i/d
+        no_two = torch.stack([torch.sin(slow), torch.cos(slow)], dim=-1).view(num_tokens, -1)
+        expect_close(
+            call_pure(func, num_tokens, d_model),
+            want,
+            f"sinusoidal_positions({num_tokens}, {d_model})",
+            mistakes={
+                "swapped": swapped,
+                "blocks": torch.cat([want[:, 0::2], want[:, 1::2]], dim=1),
+                "no_two": no_two,
+            },
+            hints={
+                "swapped": "sin and cos are swapped: even columns 2i hold sin, odd columns "
+                "2i + 1 hold cos.",
+                "blocks": "all the sines come first, then all the cosines: interleave them, "
+                "table[:, 0::2] = sin and table[:, 1::2] = cos.",
+                "no_two": "the frequencies are off: column pair i uses 10000 ** (2i / d_model); "
+                "torch.arange(0, d_model, 2) gives the 2i directly.",
+            },
+        )
+    return "your table matches the formula for every size."
+
+
+def _induction_model(keep: tuple[int, ...]) -> TinyTransformer:
+    """The shipped induction model whose layer-1 heads outside ``keep`` get untrained weights."""
+    model = pretrained("induction")
+    with seeded(808):
+        fresh = TinyTransformer(model_config(TASKS["induction"]))
+    att, new = model.layers[1], fresh.layers[1]
+    with torch.no_grad():
+        for head in set(range(att.num_heads)) - set(keep):
+            rows = slice(head * att.head_dim, (head + 1) * att.head_dim)
+            for name in ("W_query", "W_key"):
+                getattr(att, name).weight[rows] = getattr(new, name).weight[rows]
+    return model
+
+
+def _heads_above(scores: torch.Tensor, threshold: float = 0.5) -> list[tuple[int, int]]:
+    return [tuple(lh) for lh in (scores > threshold).nonzero().tolist()]
+
+
+@register("find_induction_heads", NOTEBOOK, time_limit=15.0)
+def check_find_induction_heads(func: object) -> str:
+    """``func(model, tokens)`` -> sorted list of (layer, head) with induction score > 0.5."""
+    tokens = TASKS["induction"].batch(64, seed=808).tokens
+    for keep in ((0, 1, 2, 3), (2,), (1, 3)):
+        model = _induction_model(keep)
+        with torch.no_grad():
+            model(tokens)
+            scores = head_scores(model.attention_weights(), tokens)
+            got = func(model, tokens)
+        want = _heads_above(scores["induction"])
+        if not isinstance(got, list | tuple):
+            raise CheckFailed(f"expected a list of (layer, head) pairs, got {type(got).__name__}.")
+        got = sorted(tuple(int(v) for v in pair) for pair in got)
+        if got == want:
+            continue
+        what = f"a model whose induction heads are {want}: you found {got}"
+        if got == _heads_above(scores["previous-token"]):
+            raise CheckFailed(f"{what}, the heads with a high PREVIOUS-TOKEN score.")
+        if got == [(layer + 1, head + 1) for layer, head in want]:
+            raise CheckFailed(f"{what}: layers and heads are numbered from 0.")
+        raise CheckFailed(
+            f"{what}. Run the model on the tokens, take head_scores(model.attention_weights(), "
+            "tokens)['induction'] and keep every (layer, head) above 0.5."
+        )
+    return "you find exactly the heads with an induction score above 0.5."
+
+
+def _ablation_variant(model: TinyTransformer, layer: int, head: int, mistake: str) -> None:
+    att = model.layers[layer]
+    with torch.no_grad():
+        if mistake == "rows":
+            att.out_proj.weight[head * att.head_dim : (head + 1) * att.head_dim] = 0.0
+        elif mistake == "next_head":
+            h = (head + 1) % att.num_heads
+            att.out_proj.weight[:, h * att.head_dim : (h + 1) * att.head_dim] = 0.0
+        elif mistake == "queries":
+            att.W_query.weight[head * att.head_dim : (head + 1) * att.head_dim] = 0.0
+
+
+@register("zero_head", NOTEBOOK, time_limit=10.0)
+def check_zero_head(func: object) -> str:
+    """``func(model, layer, head)`` silences that head in place (its output becomes zero)."""
+    cases = [  # (config, layer, head)
+        (ModelConfig(vocab_size=11, context_length=9, emb_dim=16, n_heads=4), 1, 2),
+        (ModelConfig(vocab_size=11, context_length=9, emb_dim=16, n_heads=4), 0, 0),
+        (ModelConfig(vocab_size=7, context_length=12, emb_dim=24, n_heads=3, n_layers=3), 2, 1),
+    ]
+    for i, (cfg, layer, head) in enumerate(cases):
+        tokens = torch.randint(cfg.vocab_size, (2, cfg.context_length),
+                               generator=torch.Generator().manual_seed(810 + i))  # fmt: skip
+
+        def build(cfg: ModelConfig = cfg, seed: int = 820 + i) -> TinyTransformer:
+            with seeded(seed):
+                return TinyTransformer(cfg).eval()
+
+        reference = build()
+        with torch.no_grad(), ablated(reference, [(layer, head)]):
+            want = reference(tokens)
+        mistakes = {}
+        for mistake in ("rows", "next_head", "queries"):
+            variant = build()
+            _ablation_variant(variant, layer, head, mistake)
+            with torch.no_grad():
+                mistakes[mistake] = variant(tokens)
+        mine = build()
+        with torch.no_grad():
+            func(mine, layer, head)
+            got = mine(tokens)
+        expect_close(
+            got,
+            want,
+            f"the logits with layer {layer}, head {head} zeroed",
+            mistakes=mistakes,
+            hints={
+                "rows": "you zeroed ROWS of out_proj.weight; a head's output enters through "
+                "its COLUMNS: out_proj.weight[:, head * head_dim : (head + 1) * head_dim].",
+                "next_head": "you zeroed the next head: head h owns columns h * head_dim up "
+                "to (h + 1) * head_dim, counting from 0.",
+                "queries": "zeroing the queries does not silence a head: it then attends "
+                "uniformly and still writes its values. Zero its out_proj columns.",
+            },
+        )
+    return "the head is silent and every other head untouched."

@@ -1,0 +1,128 @@
+"""Checks of notebook 08: the reference answers pass, deliberately wrong versions fail with a
+hint that names the mistake. (test_checks.py runs the reference answers with all the others.)"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attn_course.grading import checks  # noqa: F401  (registers the checks)
+from attn_course.grading.registry import CHECKS, CheckFailed
+from attn_course.head_scores import head_scores, previous_token_score
+from attn_course.positions import sinusoidal_positions
+
+
+def find_induction_heads(model, tokens, threshold=0.5):
+    model(tokens)
+    scores = head_scores(model.attention_weights(), tokens)["induction"]
+    return [(layer, head) for layer, head in (scores > threshold).nonzero().tolist()]
+
+
+def zero_head(model, layer, head):
+    att = model.layers[layer]
+    with torch.no_grad():
+        att.out_proj.weight[:, head * att.head_dim : (head + 1) * att.head_dim] = 0.0
+
+
+NB08_REFERENCE = {
+    "previous_token_score": previous_token_score,
+    "sinusoidal_positions": sinusoidal_positions,
+    "find_induction_heads": find_induction_heads,
+    "zero_head": zero_head,
+}
+
+
+def head_cols(model, layer, head):
+    att = model.layers[layer]
+    return att, slice(head * att.head_dim, (head + 1) * att.head_dim)
+
+
+def zero_rows(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.out_proj.weight.data[cols] = 0.0
+
+
+def zero_next_head(model, layer, head):
+    att, _ = head_cols(model, layer, head)
+    zero_head(model, layer, (head + 1) % att.num_heads)
+
+
+def zero_queries(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.W_query.weight.data[cols] = 0.0
+
+
+def sinusoidal_swapped(num_tokens, d_model):
+    table = sinusoidal_positions(num_tokens, d_model)
+    return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).reshape(num_tokens, d_model)
+
+
+def sinusoidal_blocks(num_tokens, d_model):
+    table = sinusoidal_positions(num_tokens, d_model)
+    return torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)
+
+
+def sinusoidal_no_two(num_tokens, d_model):
+    pos = torch.arange(num_tokens, dtype=torch.float32)[:, None]
+    angles = pos / 10000.0 ** (torch.arange(d_model // 2) / d_model)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(num_tokens, d_model)
+
+
+def previous_diagonal(w):
+    return w.diagonal(dim1=-2, dim2=-1)[:, :, 1:].mean(dim=(0, 2))
+
+
+def previous_next(w):
+    return w.diagonal(offset=1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+
+
+def previous_all_rows(w):
+    return w.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=-1).mean(dim=0) / w.shape[-1]
+
+
+def previous_per_sequence(w):
+    return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)  # (b, n_heads): no batch mean
+
+
+def find_previous_token_heads(model, tokens):
+    model(tokens)
+    scores = head_scores(model.attention_weights(), tokens)["previous-token"]
+    return (scores > 0.5).nonzero().tolist()
+
+
+def find_one_based(model, tokens):
+    return [(layer + 1, head + 1) for layer, head in find_induction_heads(model, tokens)]
+
+
+def find_all_of_layer_1(model, tokens):
+    return [(1, head) for head in range(model.cfg.n_heads)]
+
+
+WRONG_08 = [  # (check id, wrong object, words the hint must contain)
+    ("previous_token_score", previous_diagonal, ("itself",)),
+    ("previous_token_score", previous_next, ("future",)),
+    ("previous_token_score", previous_all_rows, ("row 0",)),
+    ("previous_token_score", previous_per_sequence, ("shape",)),
+    ("sinusoidal_positions", sinusoidal_swapped, ("swapped",)),
+    ("sinusoidal_positions", sinusoidal_blocks, ("interleave",)),
+    ("sinusoidal_positions", sinusoidal_no_two, ("2i",)),
+    ("find_induction_heads", find_previous_token_heads, ("previous-token",)),
+    ("find_induction_heads", find_one_based, ("from 0",)),
+    ("find_induction_heads", find_all_of_layer_1, ("0.5",)),
+    ("zero_head", zero_rows, ("rows",)),
+    ("zero_head", zero_next_head, ("next head",)),
+    ("zero_head", zero_queries, ("queries",)),
+]
+
+
+@pytest.mark.parametrize("check_id, obj, words", WRONG_08, ids=[w[1].__name__ for w in WRONG_08])
+def test_wrong_version_fails_with_its_hint(check_id, obj, words):
+    with pytest.raises(CheckFailed) as failure:
+        CHECKS[check_id].func(obj)
+    for word in words:
+        assert word.lower() in str(failure.value).lower(), str(failure.value)
+
+
+@pytest.mark.parametrize("check_id", sorted(NB08_REFERENCE))
+def test_reference_passes(check_id):
+    assert isinstance(CHECKS[check_id].func(NB08_REFERENCE[check_id]), str)

@@ -76,6 +76,8 @@ bench: $(READY)
 	$(BIN)/python benchmarks/bench_grading.py --students 3
 	$(BIN)/python benchmarks/bench_kv_cache.py
 	$(BIN)/python benchmarks/bench_tiled.py
+	$(BIN)/python benchmarks/bench_model_explorer.py
+	$(BIN)/python benchmarks/bench_training.py
 
 ## clean: delete the virtual environment and caches
 clean:

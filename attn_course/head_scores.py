@@ -86,20 +86,25 @@ def row_entropy(attn_weights: torch.Tensor) -> torch.Tensor:
 SCORES = ("previous-token", "induction", "first-token", "diagonal", "row entropy")
 
 
-def head_scores(attn_weights: torch.Tensor, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+def head_scores(attn_weights: torch.Tensor, tokens: torch.Tensor | None) -> dict[str, torch.Tensor]:
     """All five scores for every layer and head.
 
     Args:
         attn_weights: (n_layers, b, n_heads, num_tokens, num_tokens), e.g.
             ``model.attention_weights()`` after ``model(tokens)``.
-        tokens: (b, num_tokens), the input that produced them.
+        tokens: (b, num_tokens), the input that produced them; None when no token repeats,
+            which makes every induction score NaN (undefined).
 
     Returns:
         ``{score name: (n_layers, n_heads) tensor}`` in the order of ``SCORES``.
     """
     functions = {
         "previous-token": previous_token_score,
-        "induction": lambda w: induction_score(w, tokens),
+        "induction": lambda w: (
+            induction_score(w, tokens)
+            if tokens is not None
+            else torch.full(w.shape[1:2], torch.nan)
+        ),
         "first-token": first_token_score,
         "diagonal": diagonal_score,
         "row entropy": row_entropy,

@@ -6,8 +6,9 @@ import html
 from dataclasses import asdict, replace
 
 import ipywidgets as widgets
+from matplotlib.figure import Figure
 
-from .model_views import ExplorerSettings, describe, draw_view, explore, figure_png
+from .model_views import ExplorerSettings, HeadCanvas, describe, explore, figure_svg
 from .tasks import TASKS
 
 __all__ = ["ModelExplorer", "model_explorer"]
@@ -32,7 +33,9 @@ class ModelExplorer(widgets.VBox):
             "trained": widgets.Checkbox(settings.trained, description="trained"),
         }  # fmt: skip
         self.settings = settings
-        self.image = widgets.Image(format="png")
+        self.canvas = HeadCanvas(Figure())
+        self.figure = widgets.HTML()
+        self.figure.add_class("attn-explorer-figure")
         self.status = widgets.HTML()
         self.status.add_class("attn-explorer-status")
         self.error = widgets.HTML(layout=widgets.Layout(display="none"))
@@ -40,7 +43,7 @@ class ModelExplorer(widgets.VBox):
         row = widgets.HBox(
             list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
         )
-        super().__init__([row, self.status, self.error, self.image])
+        super().__init__([row, self.status, self.error, self.figure])
         self.add_class("attn-explorer")
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
@@ -58,7 +61,7 @@ class ModelExplorer(widgets.VBox):
             self.error.layout.display = None
             return False
         self.settings = settings
-        self.image.value = figure_png(draw_view(view))
+        self.figure.value = figure_svg(self.canvas.draw(view))
         self.status.value = html.escape(describe(view))
         self.error.value = ""
         self.error.layout.display = "none"

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
+from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
@@ -30,7 +32,8 @@ __all__ = [
     "explore",
     "draw_view",
     "describe",
-    "figure_png",
+    "figure_svg",
+    "HeadCanvas",
 ]
 
 CMAP = plt.get_cmap("viridis")
@@ -158,11 +161,8 @@ def explore(settings: ExplorerSettings) -> ExplorerView:
     x = torch.tensor([tokens])
     predictions = model(x).argmax(dim=-1)[0].tolist()
     weights = model.attention_weights()  # (n_layers, 1, n_heads, num_tokens, num_tokens)
-    if len(set(tokens)) < len(tokens):
-        all_scores = head_scores(weights, x)
-    else:  # no repeat: the induction score is undefined
-        all_scores = head_scores(weights, torch.cat([x, x], dim=1)[:, : len(tokens)])
-        all_scores["induction"] = torch.full_like(all_scores["induction"], float("nan"))
+    repeats = len(set(tokens)) < len(tokens)  # else the induction score is undefined: NaN
+    all_scores = head_scores(weights, x if repeats else None)
     return ExplorerView(
         settings=settings,
         tokens=tokens,
@@ -187,48 +187,65 @@ def describe(view: ExplorerView) -> str:
     return text
 
 
-def draw_view(view: ExplorerView) -> Figure:
-    """The chosen head's weights, with each query's predicted next token on the right
-    (green = scored and right, red = scored and wrong, grey = not scored).
+class HeadCanvas:
+    """The explorer's picture, kept between redraws: ``draw`` changes only the image data, the
+    labels and the title, so a redraw costs no new axes, colourbar or layout.
 
-    Returns:
-        A new Figure (close it after rendering).
+    Args:
+        fig: the Figure to draw into, e.g. ``plt.figure()`` in a notebook or a bare
+            ``matplotlib.figure.Figure()`` that pyplot never shows on its own.
     """
-    num_tokens = len(view.tokens)
-    fig = plt.figure(figsize=(6.8, 5.6))
-    ax = fig.add_axes((0.08, 0.1, 0.64, 0.82))
-    image = ax.imshow(view.weights.numpy(), cmap=CMAP, norm=Normalize(0, 1))
-    labels = [str(t) for t in view.tokens]
-    fontsize = 8 if num_tokens <= 24 else 6.5
-    ax.set_xticks(range(num_tokens), labels=labels, fontsize=fontsize, rotation=90)
-    ax.set_yticks(range(num_tokens), labels=labels, fontsize=fontsize)
-    ax.tick_params(length=0, pad=1.5)
-    ax.set_xlabel("keys (token ids)", fontsize=9)
-    ax.set_ylabel("queries", fontsize=9)
-    s = view.settings
-    ax.set_title(f"{s.task}: L{s.layer} H{s.head}" + ("" if s.trained else " (untrained)"),
-                 fontsize=11)  # fmt: skip
-    right = ax.secondary_yaxis("right")
-    colors = []
-    for q, prediction in enumerate(view.predictions):
-        if not view.scored[q]:
-            colors.append("#888888")
-        else:
-            colors.append("#1a7f37" if prediction == view.targets[q] else "#cf222e")
-    right.set_yticks(range(num_tokens), labels=[f"→ {p}" for p in view.predictions],
-                     fontsize=fontsize)  # fmt: skip
-    right.tick_params(length=0, pad=1.5)
-    for label, color in zip(right.get_yticklabels(), colors, strict=True):
-        label.set_color(color)
-    right.set_ylabel("predicted next token", fontsize=9)
-    cax = fig.add_axes((0.85, 0.25, 0.025, 0.5))
-    fig.colorbar(image, cax=cax, label="attention weight")
-    return fig
+
+    def __init__(self, fig: Figure):
+        fig.set_size_inches(6.8, 5.6)
+        self.fig = fig
+        self.ax = fig.add_axes((0.08, 0.1, 0.64, 0.82))
+        self.image = self.ax.imshow(np.zeros((2, 2)), cmap=CMAP, norm=Normalize(0, 1))
+        self.ax.set_xlabel("keys (token ids)", fontsize=9)
+        self.ax.set_ylabel("queries", fontsize=9)
+        self.ax.tick_params(length=0, pad=1.5)
+        self.right = self.ax.secondary_yaxis("right")
+        self.right.tick_params(length=0, pad=1.5)
+        self.right.set_ylabel("predicted next token", fontsize=9)
+        cax = fig.add_axes((0.85, 0.25, 0.025, 0.5))
+        fig.colorbar(self.image, cax=cax, label="attention weight")
+
+    def draw(self, view: ExplorerView) -> Figure:
+        """Show ``view``: the chosen head's weights, each query's predicted next token on the
+        right (green = scored and right, red = scored and wrong, grey = not scored)."""
+        num_tokens = len(view.tokens)
+        self.image.set_data(view.weights.numpy())
+        self.image.set_extent((-0.5, num_tokens - 0.5, num_tokens - 0.5, -0.5))
+        labels = [str(t) for t in view.tokens]
+        fontsize = 8 if num_tokens <= 24 else 6.5
+        ticks = range(num_tokens)
+        self.ax.set_xticks(ticks, labels=labels, fontsize=fontsize, rotation=90)
+        self.ax.set_yticks(ticks, labels=labels, fontsize=fontsize)
+        predicted = [f"→ {p}" for p in view.predictions]
+        self.right.set_yticks(ticks, labels=predicted, fontsize=fontsize)
+        for q, label in enumerate(self.right.get_yticklabels()):
+            if not view.scored[q]:
+                label.set_color("#888888")
+            else:
+                label.set_color("#1a7f37" if view.predictions[q] == view.targets[q] else "#cf222e")
+        s = view.settings
+        untrained = "" if s.trained else " (untrained)"
+        self.ax.set_title(f"{s.task}: L{s.layer} H{s.head}{untrained}", fontsize=11)
+        return self.fig
 
 
-def figure_png(fig: Figure, dpi: int = 80) -> bytes:
-    """The figure as PNG bytes; closes the figure."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
-    plt.close(fig)
-    return buffer.getvalue()
+def draw_view(view: ExplorerView) -> Figure:
+    """A new pyplot figure of ``view`` (see ``HeadCanvas.draw``); close it after showing."""
+    return HeadCanvas(plt.figure()).draw(view)
+
+
+def figure_svg(fig: Figure) -> str:
+    """The figure as an inline ``<svg>`` element whose text stays text (the browser draws the
+    glyphs, which is most of what a PNG would cost); the figure stays open."""
+    buffer = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "attn-course"}):
+        FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg") :].replace(
+        "<svg ", '<svg style="max-width: 100%; height: auto" ', 1
+    )

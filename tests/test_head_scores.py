@@ -90,3 +90,9 @@ def test_entropy_of_a_half_half_row():
     w[0, 0, 2] = torch.tensor([0.5, 0.5, 0.0])
     # row 1: entropy 0; row 2: log 2 / log 3
     assert hs.row_entropy(w).item() == pytest.approx((0 + math.log(2) / math.log(3)) / 2)
+
+
+def test_head_scores_without_tokens_leaves_induction_undefined():
+    scores = hs.head_scores(torch.stack([uniform_causal(4)]), None)
+    assert torch.isnan(scores["induction"]).all()
+    assert scores["row entropy"].item() == pytest.approx(1.0)

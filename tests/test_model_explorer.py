@@ -1,0 +1,115 @@
+"""The trained-model explorer, headless: the computation, the picture and the controls."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from attn_course.model_explorer import model_explorer
+from attn_course.model_views import (
+    ExplorerSettings,
+    HeadCanvas,
+    describe,
+    draw_view,
+    explore,
+    parse_sequence,
+)
+from attn_course.tasks import TASKS
+
+
+@pytest.fixture(autouse=True)
+def no_open_figures():
+    yield
+    assert plt.get_fignums() == [], "a figure was left open"
+
+
+def test_explore_sampled_sequence_matches_the_task():
+    view = explore(ExplorerSettings(task="induction", layer=1, head=2, seed=5))
+    batch = TASKS["induction"].batch(1, 5)
+    assert view.tokens == batch.tokens[0].tolist()
+    assert view.scored == batch.scored[0].tolist()
+    assert view.weights.shape == (32, 32)
+    assert torch.allclose(view.weights.sum(dim=-1), torch.ones(32))
+    assert view.scores["induction"] > 0.5  # a layer-1 head of the trained induction model
+    assert "right: " in describe(view) and "of" in describe(view)
+
+
+def test_untrained_heads_are_flatter():
+    trained = explore(ExplorerSettings(layer=0, head=3))
+    untrained = explore(ExplorerSettings(layer=0, head=3, trained=False))
+    assert untrained.scores["row entropy"] > trained.scores["row entropy"] + 0.3
+    assert "untrained" in describe(untrained)
+
+
+def test_typed_sequence():
+    view = explore(ExplorerSettings(sequence="5, 17 3 9 30 14 9 30", layer=1))
+    assert view.tokens == [5, 17, 3, 9, 30, 14, 9, 30]
+    assert view.targets is None and not any(view.scored)
+    assert "right" not in describe(view)
+    assert view.predictions[6] == 30  # after the second 9 the induction model says 30
+    no_repeat = explore(ExplorerSettings(sequence="1 2 3 4"))
+    assert no_repeat.scores["induction"] != no_repeat.scores["induction"]  # NaN: undefined
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [("7", "between 2 and 32"), ("1 2 32", "0 to 31"), ("1 -2", "0 to 31"), ("a b", "0 to 31")],
+)
+def test_parse_sequence_errors(text, words):
+    with pytest.raises(ValueError, match=words):
+        parse_sequence(text, 32, 32)
+
+
+@pytest.mark.parametrize(
+    "settings, words",
+    [(dict(layer=2), "does not exist"), (dict(head=4), "does not exist"), (dict(task="x"), "task")],
+)
+def test_explore_errors(settings, words):
+    with pytest.raises(ValueError, match=words):
+        explore(ExplorerSettings(**settings))
+
+
+def test_draw_view_labels_and_colours():
+    view = explore(ExplorerSettings(seed=1))
+    fig = draw_view(view)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(t) for t in view.tokens]
+    plt.close(fig)
+    canvas = HeadCanvas(Figure())
+    canvas.draw(view)
+    colours = [label.get_color() for label in canvas.right.get_yticklabels()]
+    assert colours.count("#1a7f37") == sum(view.scored)  # the trained model gets all right
+    assert colours.count("#888888") == len(view.tokens) - sum(view.scored)
+
+
+def test_controls_redraw_status_and_picture():
+    explorer = model_explorer()
+    first_status, first_svg = explorer.status.value, explorer.figure.value
+    assert first_svg.startswith("<svg") and "L1 H0" in first_svg
+    explorer.controls["head"].value = 3
+    assert "L1 H3" in explorer.status.value and "L1 H3" in explorer.figure.value
+    explorer.controls["seed"].value = 9
+    assert explorer.status.value != first_status
+    explorer.controls["task"].value = "kv-lookup"
+    assert explorer.status.value.startswith("kv-lookup")
+
+
+def test_bad_input_shows_an_error_and_keeps_the_picture():
+    explorer = model_explorer()
+    svg = explorer.figure.value
+    explorer.controls["sequence"].value = "1 2 99"
+    assert "0 to 31" in explorer.error.value and explorer.error.layout.display != "none"
+    assert explorer.figure.value == svg
+    explorer.controls["sequence"].value = "3 1 4 1 5"
+    assert explorer.error.layout.display == "none"
+
+
+def test_unknown_setting():
+    with pytest.raises(ValueError, match="unknown setting"):
+        model_explorer(colour="red")

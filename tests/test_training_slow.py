@@ -1,4 +1,4 @@
-"""SLOW (about 30 s of CPU on a quiet core): retrain from scratch and check the behaviour.
+"""SLOW (about 25 s on one quiet core): retrain from scratch and check the behaviour.
 
 Training is seeded but not bit-reproducible across CPUs, so these tests assert accuracy
 and head scores above thresholds, never equal weights.
@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import io
 
+import pytest
 import torch
 
 from attn_course.__main__ import main
 from attn_course.head_scores import head_scores
 from attn_course.tasks import TASKS
 from attn_course.training import evaluate, train
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One thread per test process: the suite runs two processes on two cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def test_induction_from_scratch_reaches_99_percent_with_an_induction_circuit():

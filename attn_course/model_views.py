@@ -18,6 +18,7 @@ import torch
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
+from matplotlib.transforms import offset_copy
 
 from .head_scores import head_scores
 from .model import TinyTransformer
@@ -189,48 +190,66 @@ def describe(view: ExplorerView) -> str:
 
 class HeadCanvas:
     """The explorer's picture, kept between redraws: ``draw`` changes only the image data, the
-    labels and the title, so a redraw costs no new axes, colourbar or layout.
+    texts and their colours. The token labels are plain texts, not axis ticks, because ticks
+    are laid out several times per draw, which would be most of a redraw's cost.
 
     Args:
         fig: the Figure to draw into, e.g. ``plt.figure()`` in a notebook or a bare
             ``matplotlib.figure.Figure()`` that pyplot never shows on its own.
     """
 
-    def __init__(self, fig: Figure):
-        fig.set_size_inches(6.8, 5.6)
+    def __init__(self, fig: Figure, max_tokens: int = 32):
+        fig.set_size_inches(6.8, 5.8)
         self.fig = fig
-        self.ax = fig.add_axes((0.08, 0.1, 0.64, 0.82))
+        self.ax = fig.add_axes((0.11, 0.12, 0.647, 0.759))  # a 4.4-inch square
         self.image = self.ax.imshow(np.zeros((2, 2)), cmap=CMAP, norm=Normalize(0, 1))
-        self.ax.set_xlabel("keys (token ids)", fontsize=9)
-        self.ax.set_ylabel("queries", fontsize=9)
-        self.ax.tick_params(length=0, pad=1.5)
-        self.right = self.ax.secondary_yaxis("right")
-        self.right.tick_params(length=0, pad=1.5)
-        self.right.set_ylabel("predicted next token", fontsize=9)
-        cax = fig.add_axes((0.85, 0.25, 0.025, 0.5))
+        self.ax.set_axis_off()
+        self.title = fig.text(0.434, 0.97, "", ha="center", va="top", fontsize=11)
+        fig.text(0.434, 0.015, "keys (token ids)", ha="center", va="bottom", fontsize=9)
+        fig.text(0.03, 0.5, "queries", rotation=90, va="center", fontsize=9)
+        fig.text(0.83, 0.5, "predicted next token", rotation=90, va="center", fontsize=9)
+        pad = 2 / 72  # inches between the cells and the labels
+
+        def texts(dx: float, dy: float, **kwargs) -> list:
+            offset = offset_copy(self.ax.transData, fig=fig, x=dx, y=dy, units="inches")
+            return [self.ax.text(0, 0, "", transform=offset, visible=False, **kwargs)
+                    for _ in range(max_tokens)]  # fmt: skip
+
+        self.keys = texts(0, -pad, rotation=90, ha="center", va="top")
+        self.queries = texts(-pad, 0, ha="right", va="center")
+        self.predicted = texts(pad, 0, ha="left", va="center")
+        cax = fig.add_axes((0.89, 0.25, 0.02, 0.5))
         fig.colorbar(self.image, cax=cax, label="attention weight")
 
     def draw(self, view: ExplorerView) -> Figure:
         """Show ``view``: the chosen head's weights, each query's predicted next token on the
         right (green = scored and right, red = scored and wrong, grey = not scored)."""
-        num_tokens = len(view.tokens)
+        n = len(view.tokens)
+        if n > len(self.keys):
+            raise ValueError(f"{n} tokens do not fit a canvas for {len(self.keys)}.")
         self.image.set_data(view.weights.numpy())
-        self.image.set_extent((-0.5, num_tokens - 0.5, num_tokens - 0.5, -0.5))
-        labels = [str(t) for t in view.tokens]
-        fontsize = 8 if num_tokens <= 24 else 6.5
-        ticks = range(num_tokens)
-        self.ax.set_xticks(ticks, labels=labels, fontsize=fontsize, rotation=90)
-        self.ax.set_yticks(ticks, labels=labels, fontsize=fontsize)
-        predicted = [f"→ {p}" for p in view.predictions]
-        self.right.set_yticks(ticks, labels=predicted, fontsize=fontsize)
-        for q, label in enumerate(self.right.get_yticklabels()):
-            if not view.scored[q]:
-                label.set_color("#888888")
+        self.image.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+        self.ax.set_xlim(-0.5, n - 0.5)
+        self.ax.set_ylim(n - 0.5, -0.5)
+        fontsize = 8 if n <= 24 else 6.5
+        for i in range(len(self.keys)):
+            shown = i < n
+            for column in (self.keys, self.queries, self.predicted):
+                column[i].set_visible(shown)
+            if not shown:
+                continue
+            label = str(view.tokens[i])
+            self.keys[i].set(text=label, position=(i, n - 0.5), fontsize=fontsize)
+            self.queries[i].set(text=label, position=(-0.5, i), fontsize=fontsize)
+            if not view.scored[i]:
+                color = "#888888"
             else:
-                label.set_color("#1a7f37" if view.predictions[q] == view.targets[q] else "#cf222e")
+                color = "#1a7f37" if view.predictions[i] == view.targets[i] else "#cf222e"
+            self.predicted[i].set(text=f"→ {view.predictions[i]}", position=(n - 0.5, i),
+                                  fontsize=fontsize, color=color)  # fmt: skip
         s = view.settings
         untrained = "" if s.trained else " (untrained)"
-        self.ax.set_title(f"{s.task}: L{s.layer} H{s.head}{untrained}", fontsize=11)
+        self.title.set_text(f"{s.task}: L{s.layer} H{s.head}{untrained}")
         return self.fig
 
 

@@ -77,15 +77,16 @@ def test_explore_errors(settings, words):
 
 def test_draw_view_labels_and_colours():
     view = explore(ExplorerSettings(seed=1))
-    fig = draw_view(view)
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [str(t) for t in view.tokens]
-    plt.close(fig)
+    plt.close(draw_view(view))
     canvas = HeadCanvas(Figure())
     canvas.draw(view)
-    colours = [label.get_color() for label in canvas.right.get_yticklabels()]
+    assert [t.get_text() for t in canvas.keys[:32]] == [str(t) for t in view.tokens]
+    colours = [label.get_color() for label in canvas.predicted[:32]]
     assert colours.count("#1a7f37") == sum(view.scored)  # the trained model gets all right
     assert colours.count("#888888") == len(view.tokens) - sum(view.scored)
+    assert canvas.predicted[0].get_text() == "→ " + str(view.predictions[0])
+    canvas.draw(explore(ExplorerSettings(sequence="4 5 6")))
+    assert [t.get_visible() for t in canvas.queries[:4]] == [True, True, True, False]
 
 
 def test_controls_redraw_status_and_picture():

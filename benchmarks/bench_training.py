@@ -6,7 +6,8 @@ the held-out accuracy next to the targets: at most 60 s and at least 99 % (induc
 repeated half, the only scored positions). The two trap variants have no accuracy target. The
 machine's load average is printed too: on a busy machine wall time includes waiting for a core.
 
-Run: .venv/bin/python benchmarks/bench_training.py [TASK ...]
+Run: .venv/bin/python benchmarks/bench_training.py [--threads N] [TASK ...]
+(N = 2 by default; on a shared, loaded machine 1 thread wastes less time waiting.)
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ ACCURACY_TARGET = 0.99
 TRAPS = ("induction-fixed", "induction-colliding")
 
 
-def main(names: list[str]) -> None:
-    torch.set_num_threads(2)
+def main(argv: list[str]) -> None:
+    threads, names = 2, argv
+    if argv[:1] == ["--threads"]:
+        threads, names = int(argv[1]), argv[2:]
+    torch.set_num_threads(threads)
+    print(f"torch threads: {threads}")
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"{'task':<20} {'steps':>5} {'wall s':>7} {'CPU s':>7} {'accuracy':>9}  result")
     for name in names or list(TASKS):

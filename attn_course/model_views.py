@@ -126,8 +126,9 @@ class ExplorerView:
 def _model(task: str, trained: bool) -> TinyTransformer:
     if trained:
         return pretrained(task)
-    torch.manual_seed(0)  # as training starts: TrainConfig().seed
-    return TinyTransformer(model_config(TASKS[task])).eval()
+    with torch.random.fork_rng(devices=[]):  # the caller's RNG stays where it was
+        torch.manual_seed(0)  # as training starts: TrainConfig().seed
+        return TinyTransformer(model_config(TASKS[task])).eval()
 
 
 def parse_sequence(text: str, vocab_size: int, context_length: int) -> list[int]:

@@ -114,3 +114,9 @@ def test_bad_input_shows_an_error_and_keeps_the_picture():
 def test_unknown_setting():
     with pytest.raises(ValueError, match="unknown setting"):
         model_explorer(colour="red")
+
+
+def test_the_untrained_model_leaves_the_global_rng_alone():
+    state = torch.random.get_rng_state()
+    explore(ExplorerSettings(task="kv-lookup", trained=False, seed=11))
+    assert torch.equal(torch.random.get_rng_state(), state)

@@ -164,6 +164,42 @@ CLAIMS = [
         2,
         r"\n +1 \|.*\| +[\d.]+ +([\d.]+)\n",
     ),
+    (
+        "08_trained_attention",
+        "the largest weight in a row is 0.29 on average",
+        "0.29",
+        2,
+        r"untrained: .*mean over rows and heads: ([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "0.84-0.92 to 0.15",
+        "0.15",
+        2,
+        r"keys without L0 H3 +layer-1 induction scores: ([\d.]+)",
+    ),
+    ("08_trained_attention", "99.9% to 25.6%", "25.6", 1, r"without L0 H3: +([\d.]+)%"),
+    (
+        "08_trained_attention",
+        "accuracy collapses to 2.0%",
+        "2.0",
+        1,
+        r"without all of layer 1: ([\d.]+)%",
+    ),
+    (
+        "08_trained_attention",
+        "falls to 11.1%",
+        "11.1",
+        1,
+        r"induction-fixed +tested on induction +: +([\d.]+)%",
+    ),
+    (
+        "08_trained_attention",
+        "21.9% of the scored positions are ambiguous",
+        "21.9",
+        1,
+        r"induction-colliding +ambiguous scored positions +([\d.]+)%",
+    ),
 ]
 
 

@@ -55,7 +55,7 @@ CHROMIUM_ARGS = [
 ]
 NOTEBOOKS = ["notebooks/03_weight_split_mha.ipynb", "notebooks/05_transformer_blocks.ipynb"]
 
-WATCHDOG_S = 420  # the whole module, both notebooks
+WATCHDOG_S = 600  # the whole module, all three notebooks
 SERVER_START_S = 90
 PAGE_LOAD_S = 90
 RUN_ALL_S = 180
@@ -579,6 +579,46 @@ def test_the_explorer_as_a_learner_sees_it(
         raise
     finally:
         with contextlib.suppress(PlaywrightError):  # free the kernel for the next notebook
+            page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+            page.close()
+    assert not js_errors.messages, "\n".join(js_errors.messages)
+
+
+def test_the_trained_model_explorer(watchdog: Watchdog, lab: LabServer, browser) -> None:
+    """Notebook 08's explorer answers its head slider and a typed sequence."""
+    notebook = "notebooks/08_trained_attention.ipynb"
+    page = browser.new_page()
+    js_errors = JavaScriptErrors(page)
+    try:
+        _open_notebook(page, lab, notebook)
+        _run_all(page)
+        explorer = page.locator(".attn-explorer").last
+        figure = explorer.locator(".attn-explorer-figure")
+        figure.locator("svg").wait_for(timeout=REDRAW_S * 1000)
+        explorer.scroll_into_view_if_needed()
+        root = explorer.element_handle()
+        status_says = "([root, text]) => root.querySelector('.attn-explorer-status')" \
+            ".innerText.includes(text)"  # fmt: skip
+        assert "induction, trained, L1 H0" in explorer.evaluate(EXPLORER_STATE_JS)["status"]
+        head = explorer.locator(".widget-slider").filter(
+            has=page.locator(".widget-label", has_text=re.compile(r"^\s*head\s*$"))
+        )
+        head.locator(".noUi-handle").press("ArrowRight")
+        page.wait_for_function(status_says, arg=[root, "L1 H1"], timeout=REDRAW_S * 1000)
+        assert "induction: L1 H1" in explorer.evaluate(EXPLORER_STATE_JS)["labels"]  # title
+        typed = explorer.locator(".widget-text input")
+        typed.fill("5 17 3 9 30 14 2 9 30 14")
+        typed.press("Enter")
+        page.wait_for_function(
+            "([root]) => !root.querySelector('.attn-explorer-status').innerText.includes('right')",
+            arg=[root],
+            timeout=REDRAW_S * 1000,
+        )
+        labels = explorer.evaluate(EXPLORER_STATE_JS)["labels"]
+        assert "→ 30" in labels, labels  # after the second 9 the model predicts 30
+        explorer.screenshot(path=ARTIFACTS / "08_trained_attention-typed.png")
+    finally:
+        with contextlib.suppress(PlaywrightError):
             page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
             page.close()
     assert not js_errors.messages, "\n".join(js_errors.messages)

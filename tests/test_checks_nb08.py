@@ -47,6 +47,11 @@ def zero_next_head(model, layer, head):
     zero_head(model, layer, (head + 1) % att.num_heads)
 
 
+def zero_head_with_grad(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.out_proj.weight[:, cols] = 0.0  # outside torch.no_grad(): a leaf that requires grad
+
+
 def zero_queries(model, layer, head):
     att, cols = head_cols(model, layer, head)
     att.W_query.weight.data[cols] = 0.0
@@ -112,6 +117,7 @@ WRONG_08 = [  # (check id, wrong object, words the hint must contain)
     ("zero_head", zero_rows, ("rows",)),
     ("zero_head", zero_next_head, ("next head",)),
     ("zero_head", zero_queries, ("queries",)),
+    ("zero_head", zero_head_with_grad, ("no_grad",)),
 ]
 
 

@@ -10,7 +10,7 @@ from ...model import ModelConfig, TinyTransformer, ablated
 from ...positions import sinusoidal_positions
 from ...tasks import TASKS
 from ...training import model_config, pretrained
-from ..expect import call_pure, expect_close, randn, seeded
+from ..expect import call_pure, expect_close, learner_error, randn, seeded
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "08_trained_attention"
@@ -166,8 +166,17 @@ def check_zero_head(func: object) -> str:
             with torch.no_grad():
                 mistakes[mistake] = variant(tokens)
         mine = build()
+        try:  # as the learner calls it: outside torch.no_grad(); the module comes back changed
+            call_pure(func, mine, layer, head)
+        except Exception as exc:
+            error = learner_error(exc) or ""
+            if "leaf Variable" not in error and "requires grad" not in error:
+                raise
+            raise CheckFailed(
+                "changing a parameter in place fails outside torch.no_grad() (a leaf tensor "
+                "that requires grad): wrap the change in `with torch.no_grad():`."
+            ) from None
         with torch.no_grad():
-            func(mine, layer, head)
             got = mine(tokens)
         expect_close(
             got,

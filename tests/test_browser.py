@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import nbformat
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -622,3 +623,47 @@ def test_the_trained_model_explorer(watchdog: Watchdog, lab: LabServer, browser)
             page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
             page.close()
     assert not js_errors.messages, "\n".join(js_errors.messages)
+
+
+# Words of the verdict `pre` that the browser broke across lines, and how many lines it has.
+BROKEN_WORDS_JS = """(pre) => {
+  const text = pre.firstChild;
+  const broken = [];
+  const tops = new Set();
+  for (const word of text.data.matchAll(/\\S+/g)) {
+    const range = document.createRange();
+    range.setStart(text, word.index);
+    range.setEnd(text, word.index + word[0].length);
+    const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+    lines.forEach((top) => tops.add(top));
+    if (lines.size > 1) broken.push(word[0]);
+  }
+  return {broken, lines: tops.size};
+}"""
+
+
+def test_a_failed_verdict_wraps_between_words(watchdog: Watchdog, lab: LabServer, browser) -> None:
+    """JupyterLab breaks printed lines anywhere ("torch.⏎triu"); the verdict must not."""
+    notebook = ARTIFACTS.relative_to(ROOT) / "verdict.ipynb"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    wrong = "lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool), diagonal=-1)"
+    cell = f"import torch\nfrom attn_course.grading import check\n_ = check('causal_mask', {wrong})"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, ROOT / notebook)
+    page = browser.new_page()
+    page.set_viewport_size({"width": 640, "height": 800})  # narrow: the verdict must wrap
+    try:
+        _open_notebook(page, lab, str(notebook))
+        _run_all(page)
+        verdict = page.locator(".jp-OutputArea-output pre.attn-verdict")
+        verdict.wait_for(timeout=REDRAW_S * 1000)
+        assert "torch.triu" in verdict.inner_text()
+        layout = verdict.evaluate(BROKEN_WORDS_JS)
+        verdict.screenshot(path=ARTIFACTS / "verdict.png")
+        assert layout["lines"] > 1, "the page is too wide to test wrapping"
+        assert not layout["broken"], f"words broken across lines: {layout['broken']}"
+    finally:
+        with contextlib.suppress(PlaywrightError):
+            page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+            page.close()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import time
 
 import pytest
 import torch
 
-from attn_course.grading import CheckFailed, CheckResult, Status, check, register
+from attn_course.grading import CheckFailed, CheckResult, Status, api, check, register
 from attn_course.grading.agent import ANSWERS, OFFICIAL_ENV
 from attn_course.grading.api import OUTPUT_LIMIT
 from attn_course.grading.registry import CHECKS
@@ -274,3 +276,15 @@ def test_reports_round_trip_through_json_and_bad_verdicts_are_errors():
         NotebookReport.from_json(data)
     with pytest.raises(ValueError, match="unreadable verdict"):
         CheckResult.from_json("✔ a: passed")
+
+
+def test_in_a_notebook_the_verdict_is_also_html_that_wraps_between_words(checks, monkeypatch):
+    """JupyterLab breaks printed lines inside identifiers ("torch.⏎triu"); HTML does not."""
+    shown = []
+    monkeypatch.setattr(api, "get_ipython", lambda: object())
+    monkeypatch.setattr(api, "display", lambda data, raw: shown.append(data))
+    result = check("t_double", lambda x: x + 1)
+    (data,) = shown
+    assert data["text/plain"] == result.verdict
+    assert "word-break: normal" in data["text/html"]
+    assert html.unescape(re.sub("<[^>]+>", "", data["text/html"])) == result.verdict

@@ -22,10 +22,13 @@ import os
 import random
 import sys
 from collections.abc import Iterator
+from html import escape
 from typing import TextIO
 
 import numpy as np
 import torch
+from IPython import get_ipython
+from IPython.display import display
 
 from . import agent
 from .errors import caused_by, describe_error
@@ -59,8 +62,22 @@ def check(exercise_id: str, obj: object) -> CheckResult | None:
         if spec is None
         else run_check(spec, obj)
     )
-    print(result.verdict, flush=True)
+    show_verdict(result.verdict)
     return result
+
+
+def show_verdict(verdict: str) -> None:
+    """Print the verdict; in a notebook also as HTML, so that a long line wraps between words.
+
+    JupyterLab wraps printed output anywhere, even inside ``torch.triu``; this HTML wraps at
+    spaces and breaks a word only when the word alone is wider than the output area.
+    """
+    if get_ipython() is None:
+        print(verdict, flush=True)
+        return
+    style = "white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; margin: 0"
+    html = f'<pre class="attn-verdict" style="{style}">{escape(verdict)}</pre>'
+    display({"text/plain": verdict, "text/html": html}, raw=True)
 
 
 def run_check(

@@ -32,7 +32,6 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch.profiler import ProfilerActivity, profile
 
 from attn_course.attention import (
     MultiHeadAttention,
@@ -41,6 +40,7 @@ from attn_course.attention import (
     causal_mask,
     copy_wrapper_weights,
 )
+from attn_course.tiled import peak_memory
 
 D_MODEL, NUM_HEADS, DROPOUT = 768, 12, 0.1
 TARGET = 1.10
@@ -120,23 +120,6 @@ def build(context_length: int) -> dict[str, Callable[[torch.Tensor], torch.Tenso
         "nn.MultiheadAttention": torch_mha,
         "plain lecture code": plain,
     }
-
-
-def peak_memory(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> int:
-    """Bytes of tensor memory alive at the peak of ``fn(x)``, beyond what was alive before."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn(x)
-    # The raw allocation records (+bytes) and frees (-bytes), also those inside one operator.
-    records = sorted(
-        (event.start_ns(), event.nbytes())
-        for event in prof.profiler.kineto_results.events()
-        if event.name() == "[memory]"
-    )
-    live = peak = 0
-    for _, change in records:
-        live += change
-        peak = max(peak, live)
-    return peak
 
 
 def measure(

@@ -222,7 +222,10 @@ def attention_picture(settings: AttentionSettings) -> Picture:
     scale = math.sqrt(head_dim) if settings.scaled else 1.0
     mask = causal_mask(num_tokens) if settings.causal else None
     weights, score_std = _softmax_scores(queries, keys, scale * settings.temperature, mask)
-    return Picture(weights, chosen.tokens, mask, f'"{chosen.sentence}"', settings.view, score_std)
+    # Typographic quotes: IPython re-serialises SVG with minidom, which escapes a straight " in
+    # text as &quot; from Python 3.13 on, so the stored output would depend on the Python version.
+    title = f"“{chosen.sentence}”"
+    return Picture(weights, chosen.tokens, mask, title, settings.view, score_std)
 
 
 def attention_weights(settings: AttentionSettings = AttentionSettings()) -> torch.Tensor:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,6 +141,12 @@ def main() -> None:
             f"  wall {seconds:.0f} s, {60 * count / seconds:.1f} notebooks/minute, "
             f"{seconds / count:.2f} s per notebook ({seconds / count / torch_import:.1f} x "
             "import torch)"
+        )
+        tally = Counter(check["status"] for nb in reports for check in nb["checks"])
+        errors = sum(nb["error"] is not None for nb in reports)
+        print(
+            f"  {len(reports)} notebook reports, {errors} not gradable; verdicts: "
+            + ", ".join(f"{status} {n}" for status, n in sorted(tally.items()))
         )
         print("  where the time goes (summed over notebooks; the jobs overlap):")
         for phase, total in phases(reports).items():

@@ -8,6 +8,37 @@ transformer), ``tasks``, ``training`` (also the ``train`` command and the shippe
 ``head_scores``, ``model_views`` and ``model_explorer``. Importing draws and prints nothing,
 and imports torch only when one of the names below is first used (so that
 ``python -m attn_course grade`` can start its kernels while torch loads).
+
+Names. One name per quantity, in code, shape comments and messages:
+
+===================  ===========================================================  =====
+name                 meaning                                                      shape
+===================  ===========================================================  =====
+``b``                sequences in a batch                                         b
+``num_tokens``       tokens of a sequence (``num_queries``, ``num_keys`` apart)   T
+``num_heads``        attention heads of a layer                                   h
+``head_dim``         width of one head: ``d_out // num_heads``                    hd
+``num_kv_groups``    key/value heads that groups of query heads share (GQA)
+``num_layers``       layers (blocks) of a model
+``d_in``, ``d_out``  input and output width of an attention module
+``d_model``          width of a model's token vectors (its residual stream)
+``d_ff``             hidden width of a feed-forward layer (4 * d_model in GPT-2)
+``context_length``   the most tokens a module accepts (its causal mask's size)
+``dropout``          a dropout probability
+``att``              the attention submodule of a block
+===================  ===========================================================  =====
+
+Where a name follows the lectures, the lectures win: ``MultiHeadAttention(d_in, d_out,
+context_length, dropout, num_heads, qkv_bias)`` and its ``W_query``/``W_key``/``W_value``/
+``out_proj`` are the seeds' (and LLMs-from-scratch's), and so are GPTModel's ``tok_emb``,
+``pos_emb``, ``trf_blocks``, ``att``, ``ff`` and ``drop_shortcut``, so that its
+``state_dict`` loads LLMs-from-scratch weights. The lecture classes spell their shape
+comments out as the seeds do, ``(b, num_tokens, d_out)``; other code may use the letters,
+``(b, h, T, hd)``, declared at the top of each module that does. Lecture 05's seed calls
+the encoder layer's attention ``self_attention`` and its heads ``n_heads``; here they are
+``att`` and ``num_heads``, as in every other block. Published models' key/value head counts
+are ``num_kv_heads`` (``gqa.ModelConfig``): the same number as ``num_kv_groups``.
+Input validation is ``validation.validate_*``; "check" means grading only.
 """
 
 import importlib

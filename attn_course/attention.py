@@ -15,7 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import check_config, check_heads, check_input, check_mask
+from .validation import validate_config, validate_heads, validate_input, validate_mask
+
+# Shapes: b batch size, T num_tokens, h num_heads, hd head_dim. The lecture classes spell
+# them out as the seeds do: (b, num_tokens, d_out).
 
 __all__ = [
     "causal_mask",
@@ -82,7 +85,7 @@ def scaled_dot_product_attention(
         values: (..., num_keys, d_v)
         mask: boolean, True = hidden: (num_queries, num_keys) for every sequence and head,
             or the scores' own rank with each dim 1 or equal, e.g. (b, 1, 1, num_keys).
-            Other shapes raise ValueError (see ``validation.check_mask``).
+            Other shapes raise ValueError (see ``validation.validate_mask``).
         dropout: optional module applied to the attention weights (e.g. ``nn.Dropout``).
 
     Returns:
@@ -98,7 +101,7 @@ def scaled_dot_product_attention(
     if mask is None:
         attn_weights = torch.softmax(scaled, dim=-1)
     else:
-        check_mask(mask, tuple(scaled.shape))
+        validate_mask(mask, tuple(scaled.shape))
         masked = scaled.masked_fill(mask, -torch.inf)
         attn_weights = torch.softmax(masked, dim=-1)
         # Rows with every key hidden came out as NaN (0/0): make them all-zero instead.
@@ -110,18 +113,18 @@ def scaled_dot_product_attention(
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(b, num_tokens, d_out) -> (b, num_heads, num_tokens, head_dim)."""
+    """(b, T, d_out) -> (b, h, T, hd): the last dim cut into ``num_heads`` heads."""
     b, num_tokens, d_out = x.shape
-    check_heads(d_out, num_heads)
-    x = x.view(b, num_tokens, num_heads, d_out // num_heads)  # (b, num_tokens, num_heads, head_dim)
-    return x.transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+    validate_heads(d_out, num_heads)
+    x = x.view(b, num_tokens, num_heads, d_out // num_heads)  # (b, T, h, hd)
+    return x.transpose(1, 2)  # (b, h, T, hd)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(b, num_heads, num_tokens, head_dim) -> (b, num_tokens, num_heads * head_dim)."""
+    """(b, h, T, hd) -> (b, T, h * hd): the heads side by side again."""
     b, num_heads, num_tokens, head_dim = x.shape
-    x = x.transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
-    return x.contiguous().view(b, num_tokens, num_heads * head_dim)  # (b, num_tokens, d_out)
+    x = x.transpose(1, 2)  # (b, T, h, hd)
+    return x.contiguous().view(b, num_tokens, num_heads * head_dim)  # (b, T, d_out)
 
 
 # --- the lecture classes -----------------------------------------------------------------
@@ -143,7 +146,7 @@ class CausalAttention(nn.Module):
         qkv_bias: bool = False,
     ):
         super().__init__()
-        check_config(d_in, d_out, context_length, dropout)
+        validate_config(d_in, d_out, context_length, dropout)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -155,7 +158,7 @@ class CausalAttention(nn.Module):
         self.attn_weights: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, self.d_in, self.context_length)
+        validate_input(x, self.d_in, self.context_length)
         b, num_tokens, d_in = x.shape
         keys = self.W_key(x)  # (b, num_tokens, d_out)
         queries = self.W_query(x)  # (b, num_tokens, d_out)
@@ -189,7 +192,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ):
         super().__init__()
-        check_config(d_in, d_out, context_length, dropout)
+        validate_config(d_in, d_out, context_length, dropout)
         if num_heads < 1:
             raise ValueError(f"num_heads={num_heads} must be at least 1.")
         self.heads = nn.ModuleList(
@@ -200,9 +203,8 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat(
-            [head(x) for head in self.heads], dim=-1
-        )  # (b, num_tokens, num_heads * d_out)
+        # The heads' outputs side by side: (b, num_tokens, num_heads * d_out)
+        return torch.cat([head(x) for head in self.heads], dim=-1)
 
     @property
     def attn_weights(self) -> torch.Tensor | None:
@@ -229,8 +231,8 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ):
         super().__init__()
-        check_config(d_in, d_out, context_length, dropout)
-        check_heads(d_out, num_heads)
+        validate_config(d_in, d_out, context_length, dropout)
+        validate_heads(d_out, num_heads)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -245,7 +247,7 @@ class MultiHeadAttention(nn.Module):
         self.attn_weights: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, self.d_in, self.context_length)
+        validate_input(x, self.d_in, self.context_length)
         b, num_tokens, d_in = x.shape
         keys = self.W_key(x)  # (b, num_tokens, d_out)
         queries = self.W_query(x)  # (b, num_tokens, d_out)
@@ -283,23 +285,15 @@ class MultiHeadAttentionSDPA(MultiHeadAttention):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, self.d_in, self.context_length)
-        b, num_tokens, d_in = x.shape
-        queries = split_heads(
-            self.W_query(x), self.num_heads
-        )  # (b, num_heads, num_tokens, head_dim)
-        keys = split_heads(self.W_key(x), self.num_heads)  # (b, num_heads, num_tokens, head_dim)
-        values = split_heads(
-            self.W_value(x), self.num_heads
-        )  # (b, num_heads, num_tokens, head_dim)
+        validate_input(x, self.d_in, self.context_length)
+        queries = split_heads(self.W_query(x), self.num_heads)  # (b, h, T, hd)
+        keys = split_heads(self.W_key(x), self.num_heads)  # (b, h, T, hd)
+        values = split_heads(self.W_value(x), self.num_heads)  # (b, h, T, hd)
+        dropout_p = self.dropout.p if self.training else 0.0
         context_vec = F.scaled_dot_product_attention(
-            queries,
-            keys,
-            values,
-            dropout_p=self.dropout.p if self.training else 0.0,
-            is_causal=True,
-        )  # (b, num_heads, num_tokens, head_dim)
-        return self.out_proj(merge_heads(context_vec))  # (b, num_tokens, d_out)
+            queries, keys, values, dropout_p=dropout_p, is_causal=True
+        )  # (b, h, T, hd)
+        return self.out_proj(merge_heads(context_vec))  # (b, T, d_out)
 
 
 @torch.no_grad()

@@ -25,7 +25,7 @@ from .attention import (
     split_heads,
 )
 from .blocks import MultiHeadSelfAttention
-from .validation import check_heads
+from .validation import validate_heads
 
 __all__ = [
     "AttentionSettings",
@@ -175,7 +175,7 @@ class AttentionSettings:
             raise ValueError(
                 f"head_dim={self.head_dim} must be at least 1: each head needs a width."
             )
-        check_heads(self.num_heads * self.head_dim, self.num_heads)
+        validate_heads(self.num_heads * self.head_dim, self.num_heads)
 
     def describe(self) -> str:
         """The configuration in one line (the status line's first half)."""
@@ -276,7 +276,7 @@ class EncoderSettings:
                 f"num_real={self.num_real}: {data.EXAMPLES[self.example]!r} has {num_tokens} "
                 f"tokens, so choose 1 to {num_tokens} real tokens."
             )
-        check_heads(self.d_model, self.num_heads)
+        validate_heads(self.d_model, self.num_heads)
 
     @property
     def real_tokens(self) -> int:

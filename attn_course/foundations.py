@@ -15,7 +15,7 @@ from torch import nn
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
 from .numpy_attention import softmax
-from .validation import check_config, check_heads
+from .validation import validate_dropout, validate_heads, validate_sizes
 
 __all__ = ["weightless_attention", "MultiHeadCrossAttention"]
 
@@ -39,17 +39,18 @@ class MultiHeadCrossAttention(nn.Module):
 
     ``forward(query, key, value, mask=None)`` returns ``(output, attn_weights)``:
     query (b, num_queries, d_model); key and value (b, num_keys, d_model); mask boolean,
-    True = hidden, broadcastable to (b, n_heads, num_queries, num_keys), e.g. the
+    True = hidden, broadcastable to (b, num_heads, num_queries, num_keys), e.g. the
     (b, 1, 1, num_keys) result of ``attention.padding_mask``. Output (b, num_queries,
-    d_model), weights (b, n_heads, num_queries, num_keys).
+    d_model), weights (b, num_heads, num_queries, num_keys).
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.1):
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.1):
         super().__init__()
-        check_config(d_model, d_model, 1, dropout)
-        check_heads(d_model, n_heads)
+        validate_sizes(d_model=d_model)
+        validate_dropout(dropout)
+        validate_heads(d_model, num_heads, width="d_model")
         self.d_model = d_model
-        self.n_heads = n_heads
+        self.num_heads = num_heads
         self.W_query = nn.Linear(d_model, d_model)
         self.W_key = nn.Linear(d_model, d_model)
         self.W_value = nn.Linear(d_model, d_model)
@@ -75,7 +76,7 @@ class MultiHeadCrossAttention(nn.Module):
                 f"key and value need the same length (one value per key); got "
                 f"{key.shape[1]} keys and {value.shape[1]} values."
             )
-        h = self.n_heads
+        h = self.num_heads
         queries = split_heads(self.W_query(query), h)  # (b, num_heads, num_queries, head_dim)
         keys = split_heads(self.W_key(key), h)  # (b, num_heads, num_keys, head_dim)
         values = split_heads(self.W_value(value), h)  # (b, num_heads, num_keys, head_dim)

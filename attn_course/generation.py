@@ -25,9 +25,9 @@ class KVCache:
     None before the first token.
     """
 
-    def __init__(self, n_layers: int):
-        self.keys: list[torch.Tensor | None] = [None] * n_layers
-        self.values: list[torch.Tensor | None] = [None] * n_layers
+    def __init__(self, num_layers: int):
+        self.keys: list[torch.Tensor | None] = [None] * num_layers
+        self.values: list[torch.Tensor | None] = [None] * num_layers
 
     def num_cached(self, layer: int) -> int:
         """How many tokens ``layer`` holds: the position of the next new token."""
@@ -77,35 +77,33 @@ def attend_cached(att: nn.Module, x: torch.Tensor, cache: KVCache, layer: int) -
 
 
 class GPTModel(nn.Module):
-    """Token and position embeddings, ``n_layers`` pre-LN ``TransformerBlock``s, a head.
+    """Token and position embeddings, ``cfg.num_layers`` pre-LN ``TransformerBlock``s, a head.
 
     With ``num_kv_groups`` every block's attention becomes a ``GroupedQueryAttention`` of the
     same size. ``forward(idx, cache)`` with a ``KVCache`` reads only the NEW tokens ``idx``:
     their positions continue after the cached ones.
     """
 
-    def __init__(
-        self, cfg: BlockConfig, vocab_size: int, n_layers: int, num_kv_groups: int | None = None
-    ):
+    def __init__(self, cfg: BlockConfig, vocab_size: int, num_kv_groups: int | None = None):
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(vocab_size, cfg.emb_dim)
-        self.pos_emb = nn.Embedding(cfg.context_length, cfg.emb_dim)
-        self.drop_emb = nn.Dropout(cfg.drop_rate)
-        self.trf_blocks = nn.ModuleList([TransformerBlock(cfg) for _ in range(n_layers)])
+        self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.context_length, cfg.d_model)
+        self.drop_emb = nn.Dropout(cfg.dropout)
+        self.trf_blocks = nn.ModuleList([TransformerBlock(cfg) for _ in range(cfg.num_layers)])
         if num_kv_groups is not None:
             for block in self.trf_blocks:
                 block.att = GroupedQueryAttention(
-                    cfg.emb_dim,
-                    cfg.emb_dim,
+                    cfg.d_model,
+                    cfg.d_model,
                     cfg.context_length,
-                    cfg.drop_rate,
-                    cfg.n_heads,
+                    cfg.dropout,
+                    cfg.num_heads,
                     num_kv_groups,
                     cfg.qkv_bias,
                 )
-        self.final_norm = LayerNorm(cfg.emb_dim)
-        self.out_head = nn.Linear(cfg.emb_dim, vocab_size, bias=False)
+        self.final_norm = LayerNorm(cfg.d_model)
+        self.out_head = nn.Linear(cfg.d_model, vocab_size, bias=False)
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Token ids (b, num_new) -> logits (b, num_new, vocab_size)."""
@@ -116,14 +114,14 @@ class GPTModel(nn.Module):
                 f"{start + num_new} tokens exceed context_length={self.cfg.context_length}."
             )
         positions = torch.arange(start, start + num_new)  # continue after the cached tokens
-        x = self.drop_emb(self.tok_emb(idx) + self.pos_emb(positions))  # (b, num_new, emb_dim)
+        x = self.drop_emb(self.tok_emb(idx) + self.pos_emb(positions))  # (b, num_new, d_model)
         for layer, block in enumerate(self.trf_blocks):
             if cache is None:
                 x = block(x)
             else:  # TransformerBlock.forward with the attention reading the cache
                 attended = attend_cached(block.att, block.norm1(x), cache, layer)
-                x = x + block.drop_shortcut(attended)  # (b, num_new, emb_dim)
-                x = x + block.drop_shortcut(block.ff(block.norm2(x)))  # (b, num_new, emb_dim)
+                x = x + block.drop_shortcut(attended)  # (b, num_new, d_model)
+                x = x + block.drop_shortcut(block.ff(block.norm2(x)))  # (b, num_new, d_model)
         return self.out_head(self.final_norm(x))  # (b, num_new, vocab_size)
 
 

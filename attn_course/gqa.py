@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import causal_mask, merge_heads, scaled_dot_product_attention, split_heads
-from .validation import check_config, check_heads, check_input
+from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
+from .validation import validate_input
 
 __all__ = [
-    "check_kv_groups",
+    "validate_kv_groups",
     "repeat_kv",
     "GroupedQueryAttention",
     "attention_parameters",
@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def check_kv_groups(num_heads: int, num_kv_groups: int) -> None:
+def validate_kv_groups(num_heads: int, num_kv_groups: int) -> None:
     """``num_heads`` query heads must split evenly into ``num_kv_groups`` groups."""
     if num_kv_groups < 1 or num_heads % num_kv_groups != 0:
         choices = ", ".join(str(g) for g in range(1, num_heads + 1) if num_heads % g == 0)
@@ -46,12 +46,13 @@ def repeat_kv(x: torch.Tensor, group_size: int) -> torch.Tensor:
     return x.repeat_interleave(group_size, dim=1)  # (b, num_heads, num_tokens, head_dim)
 
 
-class GroupedQueryAttention(nn.Module):
+class GroupedQueryAttention(MultiHeadAttention):
     """Causal multi-head attention whose query heads share ``num_kv_groups`` key/value heads.
 
-    Same constructor as ``MultiHeadAttention`` plus ``num_kv_groups``, the same submodule
-    names, and the same ``state_dict`` when ``num_kv_groups == num_heads`` (then both compute
-    the same thing). ``W_key`` and ``W_value`` map ``d_in`` to ``num_kv_groups * head_dim``.
+    A ``MultiHeadAttention`` whose ``W_key`` and ``W_value`` map ``d_in`` to only
+    ``num_kv_groups * head_dim``: the same constructor plus ``num_kv_groups``, the same
+    submodule names, and the same ``state_dict`` when ``num_kv_groups == num_heads`` (then both
+    compute the same thing).
     """
 
     def __init__(
@@ -64,28 +65,16 @@ class GroupedQueryAttention(nn.Module):
         num_kv_groups: int,
         qkv_bias: bool = False,
     ):
-        super().__init__()
-        check_config(d_in, d_out, context_length, dropout)
-        check_heads(d_out, num_heads)
-        check_kv_groups(num_heads, num_kv_groups)
-        self.d_in = d_in
-        self.d_out = d_out
-        self.context_length = context_length
-        self.num_heads = num_heads
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        validate_kv_groups(num_heads, num_kv_groups)
         self.num_kv_groups = num_kv_groups
-        self.head_dim = d_out // num_heads
         self.group_size = num_heads // num_kv_groups
-        kv_width = num_kv_groups * self.head_dim
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        kv_width = num_kv_groups * self.head_dim  # one key and one value head per group
         self.W_key = nn.Linear(d_in, kv_width, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, kv_width, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", causal_mask(context_length))
-        self.attn_weights: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, self.d_in, self.context_length)
+        validate_input(x, self.d_in, self.context_length)
         num_tokens = x.shape[1]
         # (b, num_heads, num_tokens, head_dim)
         queries = split_heads(self.W_query(x), self.num_heads)
@@ -113,7 +102,7 @@ def attention_parameters(d_model: int, num_heads: int, num_kv_heads: int, bias: 
 
 
 def kv_cache_bytes(
-    n_layers: int,
+    num_layers: int,
     num_kv_heads: int,
     head_dim: int,
     num_tokens: int = 1,
@@ -121,7 +110,7 @@ def kv_cache_bytes(
     bytes_per_element: int = 2,
 ) -> int:
     """Bytes of the key/value cache: a key AND a value vector per kv head, layer and token."""
-    return 2 * n_layers * num_kv_heads * head_dim * num_tokens * batch_size * bytes_per_element
+    return 2 * num_layers * num_kv_heads * head_dim * num_tokens * batch_size * bytes_per_element
 
 
 @dataclass(frozen=True)
@@ -129,7 +118,7 @@ class ModelConfig:
     """The attention sizes of a published model (from its paper or released config file)."""
 
     name: str
-    n_layers: int
+    num_layers: int
     d_model: int
     num_heads: int
     num_kv_heads: int

@@ -1,7 +1,7 @@
 """Name a head's pattern by a number (lecture 08): each score is a mean attention weight.
 
-Every function takes attention weights of shape (b, n_heads, num_tokens, num_tokens) (rows =
-queries, columns = keys, causal) and returns one score per head, shape (n_heads,), averaged
+Every function takes attention weights of shape (b, num_heads, num_tokens, num_tokens) (rows =
+queries, columns = keys, causal) and returns one score per head, shape (num_heads,), averaged
 over the batch and the query rows named in its docstring. Scores lie in [0, 1]; a head that
 spreads its weight evenly scores about 1/(t+1) on the first three.
 """
@@ -24,7 +24,7 @@ __all__ = [
 def _check(attn_weights: torch.Tensor) -> None:
     if attn_weights.ndim != 4 or attn_weights.shape[-1] != attn_weights.shape[-2]:
         raise ValueError(
-            "expected attention weights of shape (b, n_heads, num_tokens, num_tokens), got "
+            "expected attention weights of shape (b, num_heads, num_tokens, num_tokens), got "
             f"{tuple(attn_weights.shape)}."
         )
     if attn_weights.shape[-1] < 2:
@@ -57,7 +57,7 @@ def induction_score(attn_weights: torch.Tensor, tokens: torch.Tensor) -> torch.T
     least one target (``tokens``: (b, num_tokens)).
     """
     _check(attn_weights)
-    b, n_heads, num_tokens, _ = attn_weights.shape
+    b, num_heads, num_tokens, _ = attn_weights.shape
     if tokens.shape != (b, num_tokens):
         raise ValueError(f"tokens must have shape {(b, num_tokens)}, got {tuple(tokens.shape)}.")
     same = tokens[:, :, None] == tokens[:, None, :]  # (b, num_tokens, num_tokens): query t, key i
@@ -67,7 +67,7 @@ def induction_score(attn_weights: torch.Tensor, tokens: torch.Tensor) -> torch.T
     rows = targets.any(dim=-1)  # (b, num_tokens)
     if not rows.any():
         raise ValueError("no token repeats in `tokens`: induction needs a repeated sequence.")
-    weight = (attn_weights * targets[:, None]).sum(dim=-1)  # (b, n_heads, num_tokens)
+    weight = (attn_weights * targets[:, None]).sum(dim=-1)  # (b, num_heads, num_tokens)
     return (weight * rows[:, None]).sum(dim=(0, 2)) / rows.sum()
 
 
@@ -77,7 +77,7 @@ def row_entropy(attn_weights: torch.Tensor) -> torch.Tensor:
     1 = uniform over the visible keys (the untrained look), 0 = all weight on one key.
     """
     _check(attn_weights)
-    w = attn_weights[:, :, 1:]  # (b, n_heads, num_tokens - 1, num_tokens)
+    w = attn_weights[:, :, 1:]  # (b, num_heads, num_tokens - 1, num_tokens)
     entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(dim=-1)
     max_entropy = torch.log(torch.arange(2, attn_weights.shape[-1] + 1, dtype=w.dtype))
     return (entropy / max_entropy).mean(dim=(0, 2))
@@ -90,13 +90,13 @@ def head_scores(attn_weights: torch.Tensor, tokens: torch.Tensor | None) -> dict
     """All five scores for every layer and head.
 
     Args:
-        attn_weights: (n_layers, b, n_heads, num_tokens, num_tokens), e.g.
+        attn_weights: (num_layers, b, num_heads, num_tokens, num_tokens), e.g.
             ``model.attention_weights()`` after ``model(tokens)``.
         tokens: (b, num_tokens), the input that produced them; None when no token repeats,
             which makes every induction score NaN (undefined).
 
     Returns:
-        ``{score name: (n_layers, n_heads) tensor}`` in the order of ``SCORES``.
+        ``{score name: (num_layers, num_heads) tensor}`` in the order of ``SCORES``.
     """
     functions = {
         "previous-token": previous_token_score,

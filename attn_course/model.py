@@ -1,6 +1,6 @@
 """A tiny decoder-only, attention-only transformer built from the course's own attention.
 
-Token embedding + position information, then ``n_layers`` residual layers of the lectures'
+Token embedding + position information, then ``num_layers`` residual layers of the lectures'
 ``MultiHeadAttention`` (causal), then a linear read-out to the vocabulary. No MLPs: every
 computation between tokens is attention, so each head's pattern can be read off and tested.
 """
@@ -28,16 +28,16 @@ class ModelConfig:
 
     vocab_size: int
     context_length: int
-    emb_dim: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
+    d_model: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
     positions: str = "learned"
 
     def __post_init__(self) -> None:
         if self.positions not in POSITIONS:
             raise ValueError(f"positions={self.positions!r} must be one of {POSITIONS}.")
-        if self.n_layers < 1 or self.vocab_size < 2:
-            raise ValueError("a model needs n_layers >= 1 and vocab_size >= 2.")
+        if self.num_layers < 1 or self.vocab_size < 2:
+            raise ValueError("a model needs num_layers >= 1 and vocab_size >= 2.")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -48,34 +48,34 @@ class TinyTransformer(nn.Module):
 
     ``forward(tokens)`` maps (b, num_tokens) token ids to (b, num_tokens, vocab_size) logits.
     After each forward pass ``attention_weights()`` returns the weights every head used:
-    (n_layers, b, n_heads, num_tokens, num_tokens).
+    (num_layers, b, num_heads, num_tokens, num_tokens).
     """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.emb_dim)
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         if cfg.positions == "learned":
-            self.pos_emb = nn.Embedding(cfg.context_length, cfg.emb_dim)
+            self.pos_emb = nn.Embedding(cfg.context_length, cfg.d_model)
         elif cfg.positions == "sinusoidal":
             self.register_buffer(
-                "pos_table", sinusoidal_positions(cfg.context_length, cfg.emb_dim), persistent=False
+                "pos_table", sinusoidal_positions(cfg.context_length, cfg.d_model), persistent=False
             )
         self.layers = nn.ModuleList(
             [
-                MultiHeadAttention(cfg.emb_dim, cfg.emb_dim, cfg.context_length, 0.0, cfg.n_heads)
-                for _ in range(cfg.n_layers)
+                MultiHeadAttention(cfg.d_model, cfg.d_model, cfg.context_length, 0.0, cfg.num_heads)
+                for _ in range(cfg.num_layers)
             ]
         )
-        self.out_head = nn.Linear(cfg.emb_dim, cfg.vocab_size)
+        self.out_head = nn.Linear(cfg.d_model, cfg.vocab_size)
 
     def positions(self, num_tokens: int) -> torch.Tensor:
-        """The position vectors added to the first ``num_tokens`` tokens: (num_tokens, emb_dim)."""
+        """The position vectors added to the first ``num_tokens`` tokens: (num_tokens, d_model)."""
         if self.cfg.positions == "learned":
             return self.pos_emb.weight[:num_tokens]
         if self.cfg.positions == "sinusoidal":
             return self.pos_table[:num_tokens]
-        return torch.zeros(num_tokens, self.cfg.emb_dim)
+        return torch.zeros(num_tokens, self.cfg.d_model)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         if tokens.ndim != 2 or tokens.dtype != torch.long:
@@ -88,13 +88,13 @@ class TinyTransformer(nn.Module):
             raise ValueError(
                 f"{num_tokens} tokens do not fit the context_length={self.cfg.context_length}."
             )
-        x = self.tok_emb(tokens) + self.positions(num_tokens)  # (b, num_tokens, emb_dim)
+        x = self.tok_emb(tokens) + self.positions(num_tokens)  # (b, num_tokens, d_model)
         for att in self.layers:
-            x = x + att(x)  # (b, num_tokens, emb_dim): each layer adds to the residual stream
+            x = x + att(x)  # (b, num_tokens, d_model): each layer adds to the residual stream
         return self.out_head(x)  # (b, num_tokens, vocab_size)
 
     def attention_weights(self) -> torch.Tensor:
-        """(n_layers, b, n_heads, num_tokens, num_tokens) weights of the last forward pass."""
+        """(num_layers, b, num_heads, num_tokens, num_tokens) weights of the last forward pass."""
         if self.layers[0].attn_weights is None:
             raise ValueError("run the model on some tokens first: model(tokens).")
         return torch.stack([att.attn_weights for att in self.layers])

@@ -52,26 +52,26 @@ def draw_heads(
     """Every head's weights on one sequence: a row of panels per layer, keys on x, queries on y.
 
     Args:
-        weights: (n_layers, n_heads, num_tokens, num_tokens), e.g.
+        weights: (num_layers, num_heads, num_tokens, num_tokens), e.g.
             ``model.attention_weights()[:, 0]`` after ``model(tokens[None])``.
         tokens: the num_tokens token ids, used as tick labels.
         title: the figure title.
-        scores: ``head_scores(...)`` output ({name: (n_layers, n_heads)}); the ``show`` ones
+        scores: ``head_scores(...)`` output ({name: (num_layers, num_heads)}); the ``show`` ones
             are printed under each panel's name.
 
     Returns:
         The Figure, on a fixed 0-1 colour scale.
     """
-    n_layers, n_heads, num_tokens, _ = weights.shape
+    num_layers, num_heads, num_tokens, _ = weights.shape
     side = max(2.4, 0.13 * num_tokens)
     fig, axes = plt.subplots(
-        n_layers, n_heads, figsize=(n_heads * side + 1.2, n_layers * (side + 0.55) + 0.5),
+        num_layers, num_heads, figsize=(num_heads * side + 1.2, num_layers * (side + 0.55) + 0.5),
         squeeze=False, layout="constrained",
     )  # fmt: skip
     labels = [str(t) for t in tokens]
     fontsize = 7 if num_tokens <= 24 else 5.5
-    for layer in range(n_layers):
-        for head in range(n_heads):
+    for layer in range(num_layers):
+        for head in range(num_heads):
             ax = axes[layer, head]
             image = ax.imshow(weights[layer, head].numpy(), cmap=CMAP, norm=Normalize(0, 1))
             name = f"L{layer} H{head}"
@@ -148,10 +148,11 @@ def explore(settings: ExplorerSettings) -> ExplorerView:
         raise ValueError(f"unknown task {settings.task!r}; choose one of {sorted(TASKS)}.")
     task = TASKS[settings.task]
     model = _model(settings.task, settings.trained)
-    if not (0 <= settings.layer < model.cfg.n_layers and 0 <= settings.head < model.cfg.n_heads):
+    cfg = model.cfg
+    if not (0 <= settings.layer < cfg.num_layers and 0 <= settings.head < cfg.num_heads):
         raise ValueError(
             f"layer {settings.layer}, head {settings.head} does not exist: layers 0.."
-            f"{model.cfg.n_layers - 1}, heads 0..{model.cfg.n_heads - 1}."
+            f"{cfg.num_layers - 1}, heads 0..{cfg.num_heads - 1}."
         )
     if settings.sequence.strip():
         tokens = parse_sequence(settings.sequence, task.vocab_size, task.num_tokens)
@@ -162,7 +163,7 @@ def explore(settings: ExplorerSettings) -> ExplorerView:
         scored = batch.scored[0].tolist()
     x = torch.tensor([tokens])
     predictions = model(x).argmax(dim=-1)[0].tolist()
-    weights = model.attention_weights()  # (n_layers, 1, n_heads, num_tokens, num_tokens)
+    weights = model.attention_weights()  # (num_layers, 1, num_heads, num_tokens, num_tokens)
     repeats = len(set(tokens)) < len(tokens)  # else the induction score is undefined: NaN
     all_scores = head_scores(weights, x if repeats else None)
     return ExplorerView(

@@ -1,6 +1,7 @@
-"""Input checks shared by every module: a clear ValueError instead of a cryptic one later.
+"""Input validation shared by every module: a clear ValueError instead of a cryptic one later.
 
-Public so that the notebooks' teaching copies of the classes can call them too.
+Public so that the notebooks' teaching copies of the classes can call them too. (The word
+"check" belongs to grading: ``grading.check`` and the exercise checks.)
 """
 
 from __future__ import annotations
@@ -8,39 +9,51 @@ from __future__ import annotations
 import torch
 
 __all__ = [
-    "check_config",
-    "check_features",
-    "check_heads",
-    "check_input",
-    "check_mask",
+    "validate_config",
+    "validate_dropout",
+    "validate_features",
+    "validate_heads",
+    "validate_input",
+    "validate_mask",
+    "validate_sizes",
     "self_attention_mask",
 ]
 
 
-def check_heads(d_out: int, num_heads: int) -> None:
-    """``d_out`` must split evenly into ``num_heads`` heads."""
+def validate_heads(d_out: int, num_heads: int, width: str = "d_out") -> None:
+    """``d_out`` (or the width named ``width``) must split evenly into ``num_heads`` heads."""
     if num_heads < 1:
         raise ValueError(f"num_heads={num_heads} must be at least 1.")
     if d_out % num_heads != 0:
         choices = ", ".join(str(h) for h in range(1, d_out + 1) if d_out % h == 0)
         raise ValueError(
-            f"d_out={d_out} is not divisible by num_heads={num_heads}: every head gets "
-            f"d_out // num_heads dimensions. Choose num_heads in {{{choices}}}."
+            f"{width}={d_out} is not divisible by num_heads={num_heads}: every head gets "
+            f"{width} // num_heads dimensions. Choose num_heads in {{{choices}}}."
         )
 
 
-def check_config(d_in: int, d_out: int, context_length: int, dropout: float) -> None:
-    """Sizes are positive ints and ``dropout`` is a probability in [0, 1)."""
-    for name, value in (("d_in", d_in), ("d_out", d_out), ("context_length", context_length)):
+def validate_sizes(**sizes: int) -> None:
+    """Every size, given by name (``validate_sizes(d_model=8)``), is a positive int."""
+    for name, value in sizes.items():
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}={value!r} must be a positive int.")
+
+
+def validate_dropout(dropout: float) -> None:
+    """``dropout`` is a probability in [0, 1)."""
     if not 0.0 <= dropout < 1.0:
         raise ValueError(
             f"dropout={dropout} must be in [0, 1): it is the probability of dropping a weight."
         )
 
 
-def check_input(x: torch.Tensor, d_in: int, context_length: int) -> None:
+def validate_config(d_in: int, d_out: int, context_length: int, dropout: float) -> None:
+    """The lecture classes' sizes are positive ints and ``dropout`` is a probability."""
+    validate_sizes(d_in=d_in, d_out=d_out, context_length=context_length)
+    validate_dropout(dropout)
+
+
+def validate_input(x: torch.Tensor, d_in: int, context_length: int) -> None:
     """``x`` is (b, num_tokens, d_in) with num_tokens <= context_length."""
     if x.ndim != 3:
         raise ValueError(
@@ -61,7 +74,7 @@ def check_input(x: torch.Tensor, d_in: int, context_length: int) -> None:
         )
 
 
-def check_features(x: torch.Tensor, d_model: int) -> None:
+def validate_features(x: torch.Tensor, d_model: int) -> None:
     """The last dim of ``x`` is the ``d_model`` features the module was built for."""
     if x.ndim == 0 or x.shape[-1] != d_model:
         raise ValueError(
@@ -78,7 +91,7 @@ def _mask_dtype(mask: torch.Tensor, name: str = "mask") -> None:
         )
 
 
-def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
+def validate_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
     """``mask`` fits attention scores of shape (..., num_queries, num_keys), read one way only.
 
     Accepted: a boolean (num_queries, num_keys) mask shared by every sequence and head, or a
@@ -143,7 +156,7 @@ def self_attention_mask(
                 "(b, 1, num_tokens) mask -> mask[:, None]; a (num_tokens, num_tokens) mask for "
                 "every sequence -> mask[None, None]."
             )
-        check_mask(mask, scores_shape)
+        validate_mask(mask, scores_shape)
     if key_padding_mask is not None:
         _mask_dtype(key_padding_mask, "key_padding_mask")
         if tuple(key_padding_mask.shape) != (b, num_tokens):

@@ -72,6 +72,27 @@ def _check_tokens(shape: tuple[int, ...], tokens: Sequence[str]) -> None:
         )
 
 
+SHAPES = {2: "(num_tokens, num_tokens)", 3: "(num_heads, num_tokens, num_tokens)"}
+
+
+def _prepare(
+    weights: torch.Tensor | np.ndarray,
+    tokens: Sequence[str],
+    mask: torch.Tensor | np.ndarray | None,
+    rank: int,
+    advice: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The weights as an array of ``rank`` dims with a label per token, and the hidden cells.
+
+    ``advice`` ends the error message for another rank: what to draw instead.
+    """
+    values = _as_array(weights)
+    if values.ndim != rank:
+        raise ValueError(f"expected {SHAPES[rank]} weights, got shape {values.shape}; {advice}.")
+    _check_tokens(values.shape, tokens)
+    return values, _as_mask(mask, values.shape)
+
+
 def _rotated(tokens: Sequence[str]) -> bool:
     """Whether the x tick labels are turned by 45 degrees (any token longer than 3 chars)."""
     return max(map(len, tokens)) > 3
@@ -138,14 +159,7 @@ def heatmap(
     Returns:
         The Figure drawn into.
     """
-    values = _as_array(weights)
-    if values.ndim != 2:
-        raise ValueError(
-            f"heatmap draws one (num_tokens, num_tokens) matrix, got shape {values.shape}; "
-            "use head_grid for (num_heads, num_tokens, num_tokens)."
-        )
-    _check_tokens(values.shape, tokens)
-    hidden = _as_mask(mask, values.shape)
+    values, hidden = _prepare(weights, tokens, mask, 2, "head_grid draws every head")
     if ax is None:
         side = 2.2 + 0.45 * len(tokens)
         fig, ax = plt.subplots(figsize=(side + 1.0, side), layout="constrained")
@@ -189,14 +203,7 @@ def head_grid(
     Returns:
         The Figure, up to four panels a row.
     """
-    values = _as_array(weights)
-    if values.ndim != 3:
-        raise ValueError(
-            f"head_grid expects (num_heads, num_tokens, num_tokens) weights, got shape "
-            f"{values.shape}; for a batch take one sequence, e.g. weights[0]."
-        )
-    _check_tokens(values.shape, tokens)
-    hidden = _as_mask(mask, values.shape)
+    values, hidden = _prepare(weights, tokens, mask, 3, "for a batch take one sequence: weights[0]")
     num_heads = values.shape[0]
     ncols = min(num_heads, 4)
     nrows = math.ceil(num_heads / ncols)
@@ -258,13 +265,7 @@ def pipeline_strip(
     Returns:
         The Figure: scores on a shared diverging scale (0 = white), weights on 0-1.
     """
-    scores = _as_array(attn_scores)
-    if scores.ndim != 2:
-        raise ValueError(
-            f"pipeline_strip draws one head's (num_tokens, num_tokens) scores, got shape "
-            f"{scores.shape}."
-        )
-    _check_tokens(scores.shape, tokens)
+    scores, hidden = _prepare(attn_scores, tokens, mask, 2, "pipeline_strip draws one head")
     if head_dim is not None and head_dim < 1:
         raise ValueError(f"head_dim={head_dim} must be a positive int.")
     no_hidden = np.zeros(scores.shape, dtype=bool)
@@ -273,9 +274,7 @@ def pipeline_strip(
     if head_dim is not None:
         scaled = scores / math.sqrt(head_dim)
         stages.append((f"scaled\n= attn_scores / √{head_dim}", scaled, no_hidden))
-    hidden = no_hidden
     if mask is not None:
-        hidden = _as_mask(mask, scores.shape)
         stages.append(("masked\n(hidden = -inf)", scaled, hidden))
     attn_weights = softmax(np.where(hidden, -np.inf, scaled), axis=-1)
 
@@ -398,16 +397,9 @@ def head_grid_svg(
     Returns:
         An ``<svg>`` element (no XML prologue) with ``style="max-width: 100%"``.
     """
-    values = _as_array(weights)
-    if values.ndim != 3:
-        raise ValueError(
-            f"head_grid_svg expects (num_heads, num_tokens, num_tokens) weights, got shape "
-            f"{values.shape}; for a batch take one sequence, e.g. weights[0]."
-        )
-    _check_tokens(values.shape, tokens)
+    values, hidden = _prepare(weights, tokens, mask, 3, "for a batch take one sequence: weights[0]")
     if view not in VIEWS:
         raise ValueError(f"view={view!r} must be one of {VIEWS}.")
-    hidden = _as_mask(mask, values.shape)
     num_heads, num_tokens, _ = values.shape
     if view == "weights":
         shown = np.round(values, 2)

@@ -38,7 +38,7 @@ from .explore import (
     encoder_picture,
     encoder_weights,
 )
-from .validation import check_heads
+from .validation import validate_heads
 
 __all__ = [
     "AttentionSettings",
@@ -64,19 +64,18 @@ ENCODER_HEADS = tuple(h for h in range(1, 7) if EncoderSettings.d_model % h == 0
 class Explorer(widgets.VBox):
     """Controls, a status line, an error line and a picture redrawn whenever a control changes.
 
+    A subclass sets ``picture`` (settings -> ``explore.Picture``, ValueError for invalid
+    settings) or overrides ``render``.
+
     Args:
-        picture: settings -> ``explore.Picture`` (raises ValueError for invalid settings).
         settings: the starting settings, a frozen dataclass.
         controls: field name of ``settings`` -> control; the control's value is the field.
+        message: an error to show from the start (why the requested settings were not used).
     """
 
-    def __init__(
-        self,
-        picture: Callable[[Any], Picture],
-        settings: Any,
-        controls: dict[str, widgets.ValueWidget],
-    ):
-        self._picture = picture
+    picture: Callable[[Any], Picture]
+
+    def __init__(self, settings: Any, controls: dict[str, widgets.ValueWidget], message: str = ""):
         self.settings = settings
         self._quiet = False
         self.controls = controls
@@ -93,6 +92,8 @@ class Explorer(widgets.VBox):
         for control in controls.values():
             control.observe(self._on_change, names="value")
         self.redraw(settings)
+        if message:
+            self.show_error(message)
 
     def _on_change(self, _change: dict) -> None:
         if not self._quiet:
@@ -107,16 +108,20 @@ class Explorer(widgets.VBox):
         finally:
             self._quiet = quiet
 
+    def render(self, settings: Any) -> tuple[str, tuple[str, ...]]:
+        """The picture of ``settings`` as inline SVG and the status lines stating it."""
+        picture = self.picture(settings)
+        return explore.draw(picture), (settings.describe(), picture.facts())
+
     def redraw(self, settings: Any) -> bool:
         """Draw ``settings``; on ValueError show it, keep the old picture and return False."""
         try:
-            picture = self._picture(settings)
+            svg, lines = self.render(settings)
         except ValueError as error:
             self.show_error(str(error))
             return False
         self.settings = settings
-        self.figure.value = explore.draw(picture)
-        lines = (settings.describe(), picture.facts())
+        self.figure.value = svg
         self.status.value = "".join(f"<div>{html.escape(line)}</div>" for line in lines)
         self.error.value = ""
         self.error.layout.display = "none"
@@ -164,20 +169,22 @@ def _show_value(control: widgets.ValueWidget, value: Any) -> None:
     control.value = value
 
 
-def _slider(description: str, low: int, high: int) -> widgets.IntSlider:
+def slider(description: str, low: int, high: int) -> widgets.IntSlider:
     """An IntSlider that updates on release only."""
     return widgets.IntSlider(
         min=low, max=high, description=description, continuous_update=False, style=LABEL
     )
 
 
-def _example_dropdown() -> widgets.Dropdown:
-    return widgets.Dropdown(
+def _sentence_controls() -> dict[str, widgets.ValueWidget]:
+    """The controls both sentence explorers start with: the example and the colour view."""
+    example = widgets.Dropdown(
         options=[(sentence, name) for name, sentence in data.EXAMPLES.items()],
         description="example",
         style=LABEL,
         layout=widgets.Layout(width=EXAMPLE_WIDTH),
     )
+    return {"example": example, "view": _toggle("colour", VIEW_OPTIONS)}
 
 
 def _toggle(description: str, options: tuple) -> widgets.ToggleButtons:
@@ -206,13 +213,15 @@ def _starting_settings(settings_class: type, requested: dict[str, Any]) -> tuple
 class AttentionExplorer(Explorer):
     """The explorer of ``attention_explorer``; ``set_config`` also accepts ``d_out``."""
 
+    picture = staticmethod(attention_picture)
+
     def set_config(self, **changes: Any) -> bool:
         """Change settings; ``d_out=...`` sets head_dim = d_out / num_heads (must divide)."""
         if "d_out" in changes:
             d_out = changes.pop("d_out")
             num_heads = changes.get("num_heads", self.settings.num_heads)
             try:
-                check_heads(d_out, num_heads)
+                validate_heads(d_out, num_heads)
             except ValueError as error:
                 self.show_error(str(error))
                 return False
@@ -233,10 +242,9 @@ def attention_explorer(**settings: Any) -> AttentionExplorer:
     """
     start, message = _starting_settings(AttentionSettings, settings)
     controls = {
-        "example": _example_dropdown(),
-        "view": _toggle("colour", VIEW_OPTIONS),
-        "num_heads": _slider("heads", 1, 6),
-        "head_dim": _slider("head_dim" if start.model == "mha" else "d_out per head", 1, 64),
+        **_sentence_controls(),
+        "num_heads": slider("heads", 1, 6),
+        "head_dim": slider("head_dim" if start.model == "mha" else "d_out per head", 1, 64),
         "scaled": widgets.Checkbox(description="divide scores by √head_dim", indent=False),
         "temperature": widgets.FloatLogSlider(
             min=-2,
@@ -247,17 +255,16 @@ def attention_explorer(**settings: Any) -> AttentionExplorer:
             continuous_update=False,
             style=LABEL,
         ),
-        "seed": _slider("seed", 0, 999),
+        "seed": slider("seed", 0, 999),
         "causal": widgets.Checkbox(description="causal mask", indent=False),
     }
-    explorer = AttentionExplorer(attention_picture, start, controls)
-    if message:
-        explorer.show_error(message)
-    return explorer
+    return AttentionExplorer(start, controls, message)
 
 
 class EncoderExplorer(Explorer):
     """The explorer of ``encoder_explorer``: the real-tokens slider follows the example."""
+
+    picture = staticmethod(encoder_picture)
 
     def set_config(self, **changes: Any) -> bool:
         """Change settings; a new example keeps the number of real tokens where it fits,
@@ -285,17 +292,13 @@ def encoder_explorer(**settings: Any) -> EncoderExplorer:
     """
     start, message = _starting_settings(EncoderSettings, settings)
     controls = {
-        "example": _example_dropdown(),
-        "view": _toggle("colour", VIEW_OPTIONS),
+        **_sentence_controls(),
         "num_heads": widgets.SelectionSlider(
             options=ENCODER_HEADS, description="heads", continuous_update=False, style=LABEL
         ),
-        "num_real": _slider("real tokens", 1, len(data.example(start.example).tokens)),
-        "seed": _slider("seed", 0, 999),
+        "num_real": slider("real tokens", 1, len(data.example(start.example).tokens)),
+        "seed": slider("seed", 0, 999),
         "mask_kind": _toggle("mask", explore.MASK_KINDS),
     }
     controls["num_real"].disabled = start.mask_kind == "causal"
-    explorer = EncoderExplorer(encoder_picture, start, controls)
-    if message:
-        explorer.show_error(message)
-    return explorer
+    return EncoderExplorer(start, controls, message)

@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/bench_kv_cache.py [--quick] [--threads N]``
 
-A GPTModel with random weights (emb_dim 256, 4 layers, 4 heads, vocabulary 1,000, context
+A GPTModel with random weights (d_model 256, 4 layers, 4 heads, vocabulary 1,000, context
 1,024; eval mode, no_grad), batch 1, a prompt of 8 tokens. Without the cache every step runs
 the whole sequence through the model; with it, only the newest token. Both runs must produce
 the same tokens, which the script checks before printing anything.
@@ -29,8 +29,8 @@ import torch
 from attn_course.blocks import BlockConfig
 from attn_course.generation import GPTModel, generate
 
-CFG = BlockConfig(emb_dim=256, context_length=1024, n_heads=4, drop_rate=0.0)
-VOCAB, N_LAYERS, PROMPT = 1000, 4, 8
+CFG = BlockConfig(d_model=256, context_length=1024, num_heads=4, dropout=0.0, num_layers=4)
+VOCAB, PROMPT = 1000, 8
 TARGET, TARGET_AT = 5.0, 512
 
 
@@ -54,13 +54,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(123)
-    model = GPTModel(CFG, VOCAB, N_LAYERS).eval()
+    model = GPTModel(CFG, VOCAB).eval()
     prompt = torch.randint(0, VOCAB, (1, PROMPT))
     counts = [32, 64, 128] if args.quick else [32, 64, 128, 256, 512]
     generate(model, prompt, 8)  # warm-up
     print(
-        f"torch {torch.__version__}, {args.threads} thread(s), GPTModel emb_dim={CFG.emb_dim}, "
-        f"{N_LAYERS} layers, {CFG.n_heads} heads, vocab {VOCAB}, prompt {PROMPT} tokens, "
+        f"torch {torch.__version__}, {args.threads} thread(s), GPTModel d_model={CFG.d_model}, "
+        f"{CFG.num_layers} layers, {CFG.num_heads} heads, vocab {VOCAB}, prompt {PROMPT} tokens, "
         f"load average {os.getloadavg()[0]:.2f}"
     )
     print(f"\n{'new tokens':>10} {'no cache (s)':>13} {'cache (s)':>10} {'speed-up':>9}")

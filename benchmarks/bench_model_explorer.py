@@ -1,9 +1,10 @@
 """How long the trained-model explorer (lecture 08) takes to answer a control.
 
 Each row changes one control of ``model_explorer()`` back and forth between two values, as a
-learner does, and reports the median of 20 moves: wall time (budget 150 ms) and the process's
-CPU time (the same work without waiting for a core on a busy machine). One thread, as in the
-notebooks. The load average is printed: on a busy machine wall time includes waiting.
+learner does, and reports the median move as ``bench_widgets`` measures it (the same
+function): wall time (budget 150 ms) and the process's CPU time (the same work without
+waiting for a core on a busy machine). One thread, as in the notebooks. The load average is
+printed: on a busy machine wall time includes waiting.
 
 Run: .venv/bin/python benchmarks/bench_model_explorer.py
 """
@@ -11,16 +12,14 @@ Run: .venv/bin/python benchmarks/bench_model_explorer.py
 from __future__ import annotations
 
 import os
-import statistics
-import time
 
 import matplotlib
 import torch
+from bench_widgets import median_move_ms
 
 from attn_course.model_explorer import model_explorer
 
 BUDGET_MS = 150.0
-MOVES = 20
 
 CASES = [  # (row, control, the two values it alternates between)
     ("seed (new sampled sequence)", "seed", (7, 123)),
@@ -32,27 +31,13 @@ CASES = [  # (row, control, the two values it alternates between)
 ]
 
 
-def median_move_ms(control: str, values: tuple) -> tuple[float, float]:
-    """Median (wall ms, CPU ms) of setting ``control`` alternately to the two values."""
-    explorer = model_explorer()
-    explorer.controls[control].value = values[0]  # warm-up move (loads the models once)
-    wall, cpu = [], []
-    for move in range(MOVES):
-        start_wall, start_cpu = time.perf_counter(), time.process_time()
-        explorer.controls[control].value = values[(move + 1) % 2]
-        wall.append(time.perf_counter() - start_wall)
-        cpu.append(time.process_time() - start_cpu)
-        assert not explorer.error.value, explorer.error.value
-    return 1000 * statistics.median(wall), 1000 * statistics.median(cpu)
-
-
 def main() -> None:
     matplotlib.use("Agg")
     torch.set_num_threads(1)
     print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"{'model_explorer(): control':<34} {'wall ms':>8} {'CPU ms':>7} {'budget':>7}  result")
     for name, control, values in CASES:
-        wall, cpu = median_move_ms(control, values)
+        wall, cpu, _ = median_move_ms(model_explorer, control, values)
         verdict = "PASS" if wall < BUDGET_MS else "MISS"
         print(f"{name:<34} {wall:>8.1f} {cpu:>7.1f} {BUDGET_MS:>7.0f}  {verdict}")
 

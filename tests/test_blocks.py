@@ -62,9 +62,9 @@ def test_feed_forward_shapes_and_activation(activation, reference):
 # --- the post-LN encoder layer ---------------------------------------------------------------
 
 
-def _encoder(d_model=8, n_heads=2, d_ff=16) -> EncoderLayer:
+def _encoder(d_model=8, num_heads=2, d_ff=16) -> EncoderLayer:
     torch.manual_seed(2)
-    return EncoderLayer(d_model, n_heads, d_ff, dropout=0.1).eval()
+    return EncoderLayer(d_model, num_heads, d_ff, dropout=0.1).eval()
 
 
 def test_encoder_output_is_layer_normalised():
@@ -90,10 +90,10 @@ def test_encoder_is_post_ln_with_residuals():
         return F.layer_norm(t, (8,))
 
     # The formula: h = LN(x + attn(x)); out = LN(h + ffn(h)) (default scale 1, shift 0).
-    h = ln(x + layer.self_attention(x)[0])
+    h = ln(x + layer.att(x)[0])
     torch.testing.assert_close(layer(x), ln(h + layer.feed_forward(h)), atol=ATOL, rtol=ATOL)
     # With the attention silenced the first sub-layer is the identity before its norm.
-    _zero_(layer.self_attention.out_proj)
+    _zero_(layer.att.out_proj)
     torch.testing.assert_close(
         layer(x), ln(ln(x) + layer.feed_forward(ln(x))), atol=ATOL, rtol=ATOL
     )
@@ -115,7 +115,7 @@ def test_encoder_padding_mask_keeps_padded_keys_out():
     torch.testing.assert_close(new_out[1], out[1])
     # Without the mask the real tokens do see the padding.
     assert not torch.allclose(layer(changed)[0, :3], layer(x)[0, :3])
-    weights = layer.self_attention.attn_weights
+    weights = layer.att.attn_weights
     assert weights.shape == (2, 2, 5, 5)
 
 
@@ -133,7 +133,7 @@ def test_self_attention_returns_weights_that_skip_padding():
 
 def _block() -> TransformerBlock:
     torch.manual_seed(7)
-    cfg = BlockConfig(emb_dim=8, context_length=6, n_heads=2, drop_rate=0.1, qkv_bias=True)
+    cfg = BlockConfig(d_model=8, context_length=6, num_heads=2, dropout=0.1, qkv_bias=True)
     return TransformerBlock(cfg).eval()
 
 
@@ -180,7 +180,7 @@ def _block_parameters(d: int) -> int:
 def test_gpt2_small_attention_and_block_counts():
     with torch.device("meta"):  # shapes only: nothing is allocated
         attention = MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12, qkv_bias=False)
-        block = TransformerBlock(GPT2_CONFIGS["small"][0])
+        block = TransformerBlock(GPT2_CONFIGS["small"])
         lecture_block = TransformerBlock(BlockConfig())  # the lectures' default: no qkv bias
     assert count_parameters(attention) == 2_360_064
     assert count_parameters(block) == 7_087_872 == _block_parameters(768)
@@ -188,15 +188,15 @@ def test_gpt2_small_attention_and_block_counts():
 
 
 def test_gpt2_small_total_is_the_published_count():
-    cfg, n_layers = GPT2_CONFIGS["small"]
+    cfg = GPT2_CONFIGS["small"]
     with torch.device("meta"):
         model = nn.Sequential(
             nn.Embedding(50257, 768),  # token embedding, tied with the output head
             nn.Embedding(1024, 768),  # position embedding
-            *[TransformerBlock(cfg) for _ in range(n_layers)],
+            *[TransformerBlock(cfg) for _ in range(cfg.num_layers)],
             LayerNorm(768),  # final norm
         )
-    assert n_layers == 12
+    assert cfg.num_layers == 12
     assert count_parameters(model) == 124_439_808
 
 
@@ -210,8 +210,8 @@ def test_gpt2_small_total_is_the_published_count():
     ],
 )
 def test_gpt2_block_counts_follow_12_d2_plus_13_d(name, d, heads, layers):
-    cfg, n_layers = GPT2_CONFIGS[name]
-    assert (cfg.emb_dim, cfg.n_heads, n_layers, cfg.d_ff) == (d, heads, layers, 4 * d)
+    cfg = GPT2_CONFIGS[name]
+    assert (cfg.d_model, cfg.num_heads, cfg.num_layers, cfg.d_ff) == (d, heads, layers, 4 * d)
     with torch.device("meta"):
         block = TransformerBlock(cfg)
     assert cfg.qkv_bias, "GPT-2's query, key and value projections have biases"

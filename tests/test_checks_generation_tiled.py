@@ -30,16 +30,16 @@ def repeat_tiled(x, group_size):
     return x.repeat(1, group_size, 1, 1)
 
 
-def bytes_without_values(n_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
-    return n_layers * num_kv_heads * head_dim * num_tokens * batch_size * nbytes
+def bytes_without_values(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
+    return num_layers * num_kv_heads * head_dim * num_tokens * batch_size * nbytes
 
 
-def bytes_one_layer(n_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
+def bytes_one_layer(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
     return 2 * num_kv_heads * head_dim * num_tokens * batch_size * nbytes
 
 
-def bytes_in_numbers(n_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
-    return 2 * n_layers * num_kv_heads * head_dim * num_tokens * batch_size
+def bytes_in_numbers(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
+    return 2 * num_layers * num_kv_heads * head_dim * num_tokens * batch_size
 
 
 def attend_cached_with(mistake):
@@ -142,7 +142,7 @@ WRONG = [  # (check id, wrong object, words its hint must contain)
     ("sliding_window_mask", lambda n, w: attention.causal_mask(n), ("wrong values",)),
     ("repeat_kv", repeat_tiled, ("repeat_interleave", "h // group_size")),
     ("kv_cache_bytes", bytes_without_values, ("keys and values",)),
-    ("kv_cache_bytes", bytes_one_layer, ("n_layers",)),
+    ("kv_cache_bytes", bytes_one_layer, ("num_layers",)),
     ("kv_cache_bytes", bytes_in_numbers, ("bytes_per_element",)),
     ("attend_cached", attend_cached_with("stale_offset"), ("stale position offset",)),
     ("attend_cached", attend_cached_with("new_keys_only"), ("all the keys",)),

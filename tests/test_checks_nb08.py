@@ -86,7 +86,7 @@ def previous_all_rows(w):
 
 
 def previous_per_sequence(w):
-    return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)  # (b, n_heads): no batch mean
+    return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)  # (b, num_heads): no batch mean
 
 
 def find_previous_token_heads(model, tokens):
@@ -100,7 +100,7 @@ def find_one_based(model, tokens):
 
 
 def find_all_of_layer_1(model, tokens):
-    return [(1, head) for head in range(model.cfg.n_heads)]
+    return [(1, head) for head in range(model.cfg.num_heads)]
 
 
 WRONG_08 = [  # (check id, wrong object, words the hint must contain)

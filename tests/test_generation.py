@@ -16,13 +16,13 @@ from attn_course.gqa import (
     repeat_kv,
 )
 
-CFG = BlockConfig(emb_dim=32, context_length=64, n_heads=4, drop_rate=0.1)
+CFG = BlockConfig(d_model=32, context_length=64, num_heads=4, dropout=0.1, num_layers=3)
 VOCAB = 50
 
 
 def model(num_kv_groups: int | None = None, seed: int = 0) -> GPTModel:
     torch.manual_seed(seed)
-    return GPTModel(CFG, VOCAB, n_layers=3, num_kv_groups=num_kv_groups).eval()
+    return GPTModel(CFG, VOCAB, num_kv_groups=num_kv_groups).eval()
 
 
 @pytest.mark.parametrize("num_kv_groups", [None, 4, 2, 1])
@@ -62,8 +62,8 @@ def test_cache_holds_kv_heads_and_its_bytes_match_the_formula():
         gpt = model(num_kv_groups)
         cache = KVCache(3)
         gpt(torch.zeros(2, 10, dtype=torch.long), cache)
-        assert cache.keys[0].shape == (2, num_kv_groups, 10, CFG.emb_dim // CFG.n_heads)
-        head_dim = CFG.emb_dim // CFG.n_heads
+        assert cache.keys[0].shape == (2, num_kv_groups, 10, CFG.d_model // CFG.num_heads)
+        head_dim = CFG.d_model // CFG.num_heads
         # 3 layers x (key + value) x kv heads x head_dim x 10 tokens x 2 sequences x 4 bytes
         assert cache.nbytes() == 3 * 2 * num_kv_groups * head_dim * 10 * 2 * 4
         assert cache.nbytes() == kv_cache_bytes(3, num_kv_groups, head_dim, 10, 2, 4)
@@ -156,16 +156,16 @@ def test_published_cache_sizes():
     by_name = {c.name: c for c in PUBLISHED_CONFIGS}
     # Known figures: Llama-2-7B keeps 0.5 MiB per token in fp16, Llama-3-8B 128 KiB.
     llama2, llama3 = by_name["Llama-2-7B"], by_name["Llama-3-8B"]
-    assert kv_cache_bytes(llama2.n_layers, llama2.num_kv_heads, llama2.head_dim) == 2**19
-    assert kv_cache_bytes(llama3.n_layers, llama3.num_kv_heads, llama3.head_dim) == 2**17
+    assert kv_cache_bytes(llama2.num_layers, llama2.num_kv_heads, llama2.head_dim) == 2**19
+    assert kv_cache_bytes(llama3.num_layers, llama3.num_kv_heads, llama3.head_dim) == 2**17
     gpt2 = by_name["GPT-2 small"]
-    assert kv_cache_bytes(gpt2.n_layers, gpt2.num_kv_heads, gpt2.head_dim) == 36 * 2**10
+    assert kv_cache_bytes(gpt2.num_layers, gpt2.num_kv_heads, gpt2.head_dim) == 36 * 2**10
 
 
 def test_gpt2_small_parameter_count_on_meta():
-    cfg = BlockConfig(emb_dim=768, context_length=1024, n_heads=12, qkv_bias=True)
+    cfg = BlockConfig(d_model=768, context_length=1024, num_heads=12, qkv_bias=True)
     with torch.device("meta"):
-        gpt2 = GPTModel(cfg, vocab_size=50257, n_layers=12)
+        gpt2 = GPTModel(cfg, vocab_size=50257)
     # 124,439,808: the published GPT-2 small size, output head tied to the token embedding.
     assert count_parameters(gpt2) - gpt2.out_head.weight.numel() == 124_439_808
 

@@ -98,7 +98,7 @@ def test_controls_redraw_status_and_picture():
     explorer.controls["seed"].value = 9
     assert explorer.status.value != first_status
     explorer.controls["task"].value = "kv-lookup"
-    assert explorer.status.value.startswith("kv-lookup")
+    assert explorer.status.value.startswith("<div>kv-lookup")
 
 
 def test_bad_input_shows_an_error_and_keeps_the_picture():

@@ -12,7 +12,7 @@ from attn_course.model import ModelConfig, TinyTransformer, ablated
 from attn_course.positions import sinusoidal_positions
 from attn_course.training import load_model, save_model
 
-CFG = ModelConfig(vocab_size=11, context_length=9, emb_dim=16, n_heads=4, n_layers=2)
+CFG = ModelConfig(vocab_size=11, context_length=9, d_model=16, num_heads=4, num_layers=2)
 
 
 def model(**overrides) -> TinyTransformer:
@@ -102,7 +102,7 @@ def test_sinusoidal_rejects_bad_sizes(args):
 
 def test_attention_without_positions_is_permutation_equivariant():
     torch.manual_seed(0)
-    att = MultiHeadSelfAttention(d_model=8, n_heads=2, dropout=0.0)
+    att = MultiHeadSelfAttention(d_model=8, num_heads=2, dropout=0.0)
     x = torch.randn(1, 6, 8)
     perm = torch.tensor([3, 0, 5, 1, 4, 2])
     out, _ = att(x)

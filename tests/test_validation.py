@@ -24,7 +24,7 @@ from attn_course.blocks import (
     MultiHeadSelfAttention,
     TransformerBlock,
 )
-from attn_course.validation import check_config, check_heads, check_input
+from attn_course.validation import validate_config, validate_heads, validate_input
 
 # Builders taking (d_model, num_heads, context_length, dropout), all with d_in = 6.
 BUILDERS = {
@@ -123,9 +123,9 @@ def test_copy_wrapper_weights_refuses_mismatched_heads():
 
 
 def test_public_checks_accept_good_values():
-    check_config(3, 6, 4, 0.0)
-    check_heads(6, 3)
-    check_input(torch.ones(2, 4, 3), d_in=3, context_length=4)
+    validate_config(3, 6, 4, 0.0)
+    validate_heads(6, 3)
+    validate_input(torch.ones(2, 4, 3), d_in=3, context_length=4)
 
 
 # --- masks: every accepted shape is read one way; every other shape is refused --------------

@@ -118,7 +118,7 @@ class CrossAttentionWith(foundations.MultiHeadCrossAttention):
             mask = None
         if self.mistake == "mask_unsqueezed" and mask is not None:
             mask = mask.unsqueeze(1)  # seed 004: (b, 1, 1, S) -> (b, 1, 1, 1, S)
-        h = self.n_heads
+        h = self.num_heads
         heads = [
             split_heads(self.W_query(query), h),
             split_heads(self.W_key(key), h),
@@ -194,7 +194,7 @@ class EncoderNoResidual(blocks.EncoderLayer):
     """Norms applied, residuals forgotten."""
 
     def forward(self, x, mask=None):
-        x = self.norm1(self.self_attention(x, mask=mask)[0])
+        x = self.norm1(self.att(x, mask=mask)[0])
         return self.norm2(self.feed_forward(x))
 
 
@@ -202,7 +202,7 @@ class EncoderNoNorm(blocks.EncoderLayer):
     """Residuals added, norms forgotten."""
 
     def forward(self, x, mask=None):
-        x = x + self.self_attention(x, mask=mask)[0]
+        x = x + self.att(x, mask=mask)[0]
         return x + self.feed_forward(x)
 
 
@@ -286,7 +286,7 @@ class EncoderNoDropout(blocks.EncoderLayer):
     """Right residuals and norms, but no dropout on the sublayer outputs."""
 
     def forward(self, x, mask=None):
-        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        x = self.norm1(x + self.att(x, mask=mask)[0])
         return self.norm2(x + self.feed_forward(x))
 
 
@@ -294,7 +294,7 @@ class EncoderNorm1Twice(blocks.EncoderLayer):
     """Uses norm1 for both Add & Norm steps."""
 
     def forward(self, x, mask=None):
-        x = self.norm1(x + self.dropout(self.self_attention(x, mask=mask)[0]))
+        x = self.norm1(x + self.dropout(self.att(x, mask=mask)[0]))
         return self.norm1(x + self.dropout(self.feed_forward(x)))
 
 
@@ -302,7 +302,7 @@ class EncoderNormsSwapped(blocks.EncoderLayer):
     """norm2 after the attention, norm1 after the feed-forward."""
 
     def forward(self, x, mask=None):
-        x = self.norm2(x + self.dropout(self.self_attention(x, mask=mask)[0]))
+        x = self.norm2(x + self.dropout(self.att(x, mask=mask)[0]))
         return self.norm1(x + self.dropout(self.feed_forward(x)))
 
 

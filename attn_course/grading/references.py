@@ -155,11 +155,11 @@ def encoder_mistakes(
     ref: EncoderLayer, x: torch.Tensor, mask: torch.Tensor | None = None
 ) -> dict[str, torch.Tensor]:
     """Mistake name -> output of the reference encoder layer with that mistake."""
-    attn = ref.self_attention(x, mask=mask)[0]
+    attn = ref.att(x, mask=mask)[0]
     ffn, norm1, norm2 = ref.feed_forward, ref.norm1, ref.norm2
     no_res = norm1(attn)
     no_norm = x + attn
-    pre = x + ref.self_attention(norm1(x), mask=mask)[0]
+    pre = x + ref.att(norm1(x), mask=mask)[0]
     post = norm1(x + attn)
     mistakes = {
         "no_residual": norm2(ffn(no_res)),
@@ -175,15 +175,15 @@ def encoder_mistakes(
 
 
 def check_encoder_class(cls: object) -> None:
-    """``cls(d_model, n_heads, d_ff, dropout)`` with ``forward(x, mask=None)``, post-LN."""
-    configs = [  # d_model, n_heads, d_ff, b, num_tokens, lengths (None: no mask)
+    """``cls(d_model, num_heads, d_ff, dropout)`` with ``forward(x, mask=None)``, post-LN."""
+    configs = [  # d_model, num_heads, d_ff, b, num_tokens, lengths (None: no mask)
         (8, 2, 16, 2, 5, [5, 3]),
         (6, 3, 12, 1, 4, None),
         (4, 1, 8, 3, 1, None),
         (6, 2, 8, 2, 6, [2, 6]),
     ]
-    for i, (d_model, n_heads, d_ff, b, num_tokens, lengths) in enumerate(configs):
-        args = (d_model, n_heads, d_ff, DROPOUT)
+    for i, (d_model, num_heads, d_ff, b, num_tokens, lengths) in enumerate(configs):
+        args = (d_model, num_heads, d_ff, DROPOUT)
         mine, ref = build_pair(cls, EncoderLayer, args, seed=200 + i)
         calls = [(x,) for (x,) in _two_lengths(b, max(1, num_tokens - 2), num_tokens, d_model, 210)]
         if lengths is not None:
@@ -217,10 +217,10 @@ def cross_mistakes(
     mask: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Mistake name -> output of the reference cross-attention with that mistake."""
-    h = ref.n_heads
-    queries = split_heads(ref.W_query(query), h)  # (b, n_heads, num_queries, head_dim)
-    keys = split_heads(ref.W_key(key), h)  # (b, n_heads, num_keys, head_dim)
-    values = split_heads(ref.W_value(value), h)  # (b, n_heads, num_keys, head_dim)
+    h = ref.num_heads
+    queries = split_heads(ref.W_query(query), h)  # (b, num_heads, num_queries, head_dim)
+    keys = split_heads(ref.W_key(key), h)  # (b, num_heads, num_keys, head_dim)
+    values = split_heads(ref.W_value(value), h)  # (b, num_heads, num_keys, head_dim)
     mistakes = {
         name: ref.out_proj(merge_heads(context))
         for name, (context, _) in attention_mistakes(queries, keys, values, mask).items()
@@ -235,18 +235,18 @@ def cross_mistakes(
 
 
 def check_cross_attention_class(cls: object) -> None:
-    """``cls(d_model, n_heads, dropout)``, ``forward(query, key, value, mask=None)`` ->
+    """``cls(d_model, num_heads, dropout)``, ``forward(query, key, value, mask=None)`` ->
     (output, weights), as ``foundations.MultiHeadCrossAttention``: outputs and weights with
     and without a (b, 1, 1, num_keys) padding mask, then ``expect_module`` (two source
     lengths, eval determinism, dropout in train mode, gradients)."""
-    configs = [  # d_model, n_heads, b, num_queries, num_keys, lengths (None: no mask)
+    configs = [  # d_model, num_heads, b, num_queries, num_keys, lengths (None: no mask)
         (8, 2, 2, 3, 5, [5, 2]),
         (6, 3, 3, 4, 4, [1, 4, 3]),
         (4, 1, 1, 1, 6, None),
         (6, 2, 2, 5, 3, None),
     ]
-    for i, (d_model, n_heads, b, t_q, t_k, lengths) in enumerate(configs):
-        args = (d_model, n_heads, DROPOUT)
+    for i, (d_model, num_heads, b, t_q, t_k, lengths) in enumerate(configs):
+        args = (d_model, num_heads, DROPOUT)
         mine, ref = build_pair(cls, MultiHeadCrossAttention, args, seed=300 + i)
         calls = []
         for n_k in (t_k, t_k + 2):  # the same instance, a longer source the second time
@@ -287,5 +287,5 @@ def check_cross_attention_class(cls: object) -> None:
         )
         with torch.no_grad():
             want_weights = ref(*calls[0])[1]
-        label = f"weights (b, n_heads, T_q, T_k) for {what(calls[0])}"
+        label = f"weights (b, num_heads, T_q, T_k) for {what(calls[0])}"
         expect_close(got_weights, want_weights, label)

@@ -132,7 +132,7 @@ def check_layer_norm(cls: object) -> str:
 
 @register("encoder_layer", NOTEBOOK, time_limit=10.0)
 def check_encoder_layer(cls: object) -> str:
-    """``cls(d_model, n_heads, d_ff, dropout)`` with ``forward(x, mask=None)``, post-LN."""
+    """``cls(d_model, num_heads, d_ff, dropout)`` with ``forward(x, mask=None)``, post-LN."""
     check_encoder_class(cls)
     return "same outputs as the lecture's post-LN EncoderLayer, with and without padding."
 
@@ -154,12 +154,12 @@ def _block_mistakes(ref: TransformerBlock, x: torch.Tensor) -> dict[str, torch.T
 def check_transformer_block(cls: object) -> str:
     """``cls(cfg: BlockConfig)``, the GPT-2 style pre-LN block."""
     configs = [
-        (BlockConfig(emb_dim=8, context_length=6, n_heads=2, drop_rate=DROPOUT), (2, 4)),
+        (BlockConfig(d_model=8, context_length=6, num_heads=2, dropout=DROPOUT), (2, 4)),
         (
-            BlockConfig(emb_dim=6, context_length=4, n_heads=3, drop_rate=DROPOUT, qkv_bias=True),
+            BlockConfig(d_model=6, context_length=4, num_heads=3, dropout=DROPOUT, qkv_bias=True),
             (1, 4),
         ),
-        (BlockConfig(emb_dim=4, context_length=5, n_heads=1, drop_rate=DROPOUT), (3, 1)),
+        (BlockConfig(d_model=4, context_length=5, num_heads=1, dropout=DROPOUT), (3, 1)),
     ]
     for i, (cfg, (b, num_tokens)) in enumerate(configs):
         mine, ref = build_pair(cls, TransformerBlock, (cfg,), seed=220 + i)
@@ -167,7 +167,7 @@ def check_transformer_block(cls: object) -> str:
         expect_module(
             mine,
             ref,
-            [(randn(b, n, cfg.emb_dim, seed=230 + 10 * i + n),) for n in lengths],
+            [(randn(b, n, cfg.d_model, seed=230 + 10 * i + n),) for n in lengths],
             lambda call, cfg=cfg: f"{cls.__name__}({cfg}) on input {tuple(call[0].shape)}",
             _block_mistakes,
             dropout_hint=HINTS["dropout_block"],
@@ -181,7 +181,7 @@ def check_gpt2_block_parameters(answer: object) -> str:
     """Trainable parameters of one TransformerBlock of GPT-2 small."""
     # A real block (28 MB, 0.3 s): the meta device would first import ~2 s of torch modules.
     with seeded(0):
-        block = TransformerBlock(GPT2_CONFIGS["small"][0])
+        block = TransformerBlock(GPT2_CONFIGS["small"])
     want = count_parameters(block)
     norms = count_parameters(block.norm1) + count_parameters(block.norm2)
     return expect_answer(
@@ -189,7 +189,7 @@ def check_gpt2_block_parameters(answer: object) -> str:
         want,
         "parameters of one GPT-2 small block",
         {
-            want - norms: "Don't forget the two LayerNorms (scale and shift, emb_dim each).",
+            want - norms: "Don't forget the two LayerNorms (scale and shift, d_model each).",
             want - 3 * block.att.d_out: "GPT-2's query, key and value projections have biases "
             "(qkv_bias=True): d_out each.",
             want + block.att.mask.numel(): "The causal mask is a buffer, not a parameter.",

@@ -16,17 +16,17 @@ from ..registry import CheckFailed, register
 NOTEBOOK = "08_trained_attention"
 
 
-def causal_weights(b: int, n_heads: int, num_tokens: int, seed: int) -> torch.Tensor:
-    """Random causal attention weights: (b, n_heads, num_tokens, num_tokens), rows sum to 1."""
-    scores = 2 * randn(b, n_heads, num_tokens, num_tokens, seed=seed)
+def causal_weights(b: int, num_heads: int, num_tokens: int, seed: int) -> torch.Tensor:
+    """Random causal attention weights: (b, num_heads, num_tokens, num_tokens), rows sum to 1."""
+    scores = 2 * randn(b, num_heads, num_tokens, num_tokens, seed=seed)
     return torch.softmax(scores.masked_fill(causal_mask(num_tokens), -torch.inf), dim=-1)
 
 
 @register("previous_token_score", NOTEBOOK, time_limit=5.0)
 def check_previous_token_score(func: object) -> str:
-    """``func(attn_weights)`` -> (n_heads,): mean weight from query t to key t - 1."""
-    for i, (b, n_heads, num_tokens) in enumerate([(3, 4, 8), (1, 2, 2), (5, 3, 17)]):
-        w = causal_weights(b, n_heads, num_tokens, seed=800 + i)
+    """``func(attn_weights)`` -> (num_heads,): mean weight from query t to key t - 1."""
+    for i, (b, num_heads, num_tokens) in enumerate([(3, 4, 8), (1, 2, 2), (5, 3, 17)]):
+        w = causal_weights(b, num_heads, num_tokens, seed=800 + i)
         want = previous_token_score(w)
         all_rows = w.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=-1).mean(dim=0) / num_tokens
         expect_close(
@@ -144,9 +144,9 @@ def _ablation_variant(model: TinyTransformer, layer: int, head: int, mistake: st
 def check_zero_head(func: object) -> str:
     """``func(model, layer, head)`` silences that head in place (its output becomes zero)."""
     cases = [  # (config, layer, head)
-        (ModelConfig(vocab_size=11, context_length=9, emb_dim=16, n_heads=4), 1, 2),
-        (ModelConfig(vocab_size=11, context_length=9, emb_dim=16, n_heads=4), 0, 0),
-        (ModelConfig(vocab_size=7, context_length=12, emb_dim=24, n_heads=3, n_layers=3), 2, 1),
+        (ModelConfig(vocab_size=11, context_length=9, d_model=16, num_heads=4), 1, 2),
+        (ModelConfig(vocab_size=11, context_length=9, d_model=16, num_heads=4), 0, 0),
+        (ModelConfig(vocab_size=7, context_length=12, d_model=24, num_heads=3, num_layers=3), 2, 1),
     ]
     for i, (cfg, layer, head) in enumerate(cases):
         tokens = torch.randint(cfg.vocab_size, (2, cfg.context_length),

@@ -73,17 +73,17 @@ def check_repeat_kv(func: object) -> str:
 
 @register("kv_cache_bytes", NOTEBOOK, time_limit=5.0)
 def check_kv_cache_bytes(func: object) -> str:
-    """``func(n_layers, num_kv_heads, head_dim, num_tokens, batch_size, bytes_per_element)``."""
+    """``func(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, bytes_per_element)``."""
     # The first set tells the mistakes apart: bytes 4, batch 5, layers 12 and the factor 2.
     for args in ((12, 4, 64, 100, 5, 4), (32, 8, 128, 1000, 3, 2), (1, 1, 1, 1, 1, 1)):
         want = kv_cache_bytes(*args)
-        n_layers, _, _, _, batch_size, bytes_per_element = args
+        num_layers, _, _, _, batch_size, bytes_per_element = args
         hints = {
             want // bytes_per_element: "multiply by bytes_per_element: the result is in bytes, "
             "not in numbers.",
             want // batch_size: "every sequence of the batch has its own cache: multiply by "
             "batch_size.",
-            want // n_layers: "every layer has its own keys and values: multiply by n_layers.",
+            want // num_layers: "every layer has its own keys and values: multiply by num_layers.",
             want // 2: "the cache holds keys AND values: one of each per kv head, layer and "
             "token, a factor 2.",
         }

@@ -38,9 +38,9 @@ class KVCache:
         self, layer: int, keys: torch.Tensor, values: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new tokens' keys and values; return all of them (cached + new)."""
-        if self.keys[layer] is not None:
-            keys = torch.cat([self.keys[layer], keys], dim=2)  # (b, kv_heads, all, head_dim)
-            values = torch.cat([self.values[layer], values], dim=2)  # (b, kv_heads, all, head_dim)
+        if self.keys[layer] is not None:  # -> (b, num_kv_heads, num_cached + num_new, head_dim)
+            keys = torch.cat([self.keys[layer], keys], dim=2)
+            values = torch.cat([self.values[layer], values], dim=2)
         self.keys[layer], self.values[layer] = keys, values
         return keys, values
 

@@ -50,7 +50,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+def _validate_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f"{name}={value!r} must be one of {choices}.")
 
@@ -165,8 +165,8 @@ class AttentionSettings:
 
     def __post_init__(self) -> None:
         data.example(self.example)  # raises for an unknown name
-        _check_choice("model", self.model, MODELS)
-        _check_choice("view", self.view, VIEWS)
+        _validate_choice("model", self.model, MODELS)
+        _validate_choice("view", self.view, VIEWS)
         if not self.temperature > 0:
             raise ValueError(
                 f"temperature={self.temperature} must be positive: the scores are divided by it."
@@ -269,14 +269,14 @@ class EncoderSettings:
 
     def __post_init__(self) -> None:
         num_tokens = len(data.example(self.example).tokens)
-        _check_choice("mask_kind", self.mask_kind, MASK_KINDS)
-        _check_choice("view", self.view, VIEWS)
+        _validate_choice("mask_kind", self.mask_kind, MASK_KINDS)
+        _validate_choice("view", self.view, VIEWS)
         if not 1 <= self.num_real <= num_tokens:
             raise ValueError(
                 f"num_real={self.num_real}: {data.EXAMPLES[self.example]!r} has {num_tokens} "
                 f"tokens, so choose 1 to {num_tokens} real tokens."
             )
-        validate_heads(self.d_model, self.num_heads)
+        validate_heads(self.d_model, self.num_heads, width="d_model")
 
     @property
     def real_tokens(self) -> int:

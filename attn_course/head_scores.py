@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 
-def _check(attn_weights: torch.Tensor) -> None:
+def _validate(attn_weights: torch.Tensor) -> None:
     if attn_weights.ndim != 4 or attn_weights.shape[-1] != attn_weights.shape[-2]:
         raise ValueError(
             "expected attention weights of shape (b, num_heads, num_tokens, num_tokens), got "
@@ -33,19 +33,19 @@ def _check(attn_weights: torch.Tensor) -> None:
 
 def previous_token_score(attn_weights: torch.Tensor) -> torch.Tensor:
     """Mean weight from query t to key t - 1, over rows t = 1 .. num_tokens - 1."""
-    _check(attn_weights)
+    _validate(attn_weights)
     return attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
 
 
 def first_token_score(attn_weights: torch.Tensor) -> torch.Tensor:
     """Mean weight on key 0, over rows t = 1 .. num_tokens - 1 (row 0 has no choice)."""
-    _check(attn_weights)
+    _validate(attn_weights)
     return attn_weights[:, :, 1:, 0].mean(dim=(0, 2))
 
 
 def diagonal_score(attn_weights: torch.Tensor) -> torch.Tensor:
     """Mean weight a query gives to itself, over rows t = 1 .. num_tokens - 1."""
-    _check(attn_weights)
+    _validate(attn_weights)
     return attn_weights.diagonal(dim1=-2, dim2=-1)[:, :, 1:].mean(dim=(0, 2))
 
 
@@ -56,7 +56,7 @@ def induction_score(attn_weights: torch.Tensor, tokens: torch.Tensor) -> torch.T
     token that followed the current token last time. Averaged over the rows that have at
     least one target (``tokens``: (b, num_tokens)).
     """
-    _check(attn_weights)
+    _validate(attn_weights)
     b, num_heads, num_tokens, _ = attn_weights.shape
     if tokens.shape != (b, num_tokens):
         raise ValueError(f"tokens must have shape {(b, num_tokens)}, got {tuple(tokens.shape)}.")
@@ -76,7 +76,7 @@ def row_entropy(attn_weights: torch.Tensor) -> torch.Tensor:
 
     1 = uniform over the visible keys (the untrained look), 0 = all weight on one key.
     """
-    _check(attn_weights)
+    _validate(attn_weights)
     w = attn_weights[:, :, 1:]  # (b, num_heads, num_tokens - 1, num_tokens)
     entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(dim=-1)
     max_entropy = torch.log(torch.arange(2, attn_weights.shape[-1] + 1, dtype=w.dtype))

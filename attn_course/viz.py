@@ -62,7 +62,7 @@ def _as_mask(mask: torch.Tensor | np.ndarray | None, shape: tuple[int, ...]) -> 
         ) from None
 
 
-def _check_tokens(shape: tuple[int, ...], tokens: Sequence[str]) -> None:
+def _validate_tokens(shape: tuple[int, ...], tokens: Sequence[str]) -> None:
     """The last two dims of the weights are (num_tokens, num_tokens), one label per token."""
     num_tokens = len(tokens)
     if shape[-2:] != (num_tokens, num_tokens):
@@ -89,7 +89,7 @@ def _prepare(
     values = _as_array(weights)
     if values.ndim != rank:
         raise ValueError(f"expected {SHAPES[rank]} weights, got shape {values.shape}; {advice}.")
-    _check_tokens(values.shape, tokens)
+    _validate_tokens(values.shape, tokens)
     return values, _as_mask(mask, values.shape)
 
 

@@ -11,6 +11,8 @@ Mask convention of the whole course: a boolean mask is ``True`` where a score is
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -137,6 +139,8 @@ class CausalAttention(nn.Module):
     shape (b, num_tokens, num_tokens).
     """
 
+    mask: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(
         self,
         d_in: int,
@@ -208,9 +212,12 @@ class MultiHeadAttentionWrapper(nn.Module):
 
     @property
     def attn_weights(self) -> torch.Tensor | None:
-        if self.heads[0].attn_weights is None:
-            return None
-        return torch.stack([head.attn_weights for head in self.heads], dim=1)
+        weights = []
+        for head in self.heads:
+            if not isinstance(head.attn_weights, torch.Tensor):
+                return None  # no forward pass yet
+            weights.append(head.attn_weights)
+        return torch.stack(weights, dim=1)
 
 
 class MultiHeadAttention(nn.Module):
@@ -220,6 +227,8 @@ class MultiHeadAttention(nn.Module):
     After each forward pass ``self.attn_weights`` holds the weights used, detached:
     (b, num_heads, num_tokens, num_tokens).
     """
+
+    mask: torch.Tensor  # a buffer, registered in __init__
 
     def __init__(
         self,
@@ -315,7 +324,7 @@ def copy_wrapper_weights(wrapper: MultiHeadAttentionWrapper, mha: MultiHeadAtten
             f"the wrapper reads d_in={heads[0].d_in} features, the MultiHeadAttention "
             f"d_in={mha.d_in}: they must match."
         )
-    if (heads[0].W_query.bias is None) != (mha.W_query.bias is None):
+    if (cast(CausalAttention, heads[0]).W_query.bias is None) != (mha.W_query.bias is None):
         raise ValueError("qkv_bias must be the same for the wrapper and the MultiHeadAttention.")
     for name in ("W_query", "W_key", "W_value"):
         target = getattr(mha, name)

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
 from . import data, viz
 from .attention import (
+    CausalAttention,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     causal_mask,
@@ -217,8 +219,9 @@ def attention_picture(settings: AttentionSettings) -> Picture:
         queries = split_heads(mha.W_query(x), num_heads)[0]  # (num_heads, num_tokens, head_dim)
         keys = split_heads(mha.W_key(x), num_heads)[0]  # (num_heads, num_tokens, head_dim)
     else:
-        queries = torch.stack([head.W_query(x)[0] for head in wrapper.heads])  # same shape
-        keys = torch.stack([head.W_key(x)[0] for head in wrapper.heads])
+        heads = [cast(CausalAttention, head) for head in wrapper.heads]
+        queries = torch.stack([head.W_query(x)[0] for head in heads])  # same shape
+        keys = torch.stack([head.W_key(x)[0] for head in heads])
     scale = math.sqrt(head_dim) if settings.scaled else 1.0
     mask = causal_mask(num_tokens) if settings.causal else None
     weights, score_std = _softmax_scores(queries, keys, scale * settings.temperature, mask)

@@ -8,10 +8,12 @@ and can reuse the keys and values of earlier tokens from a ``KVCache``.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 
-from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
 from .blocks import BlockConfig, LayerNorm, TransformerBlock
 from .gqa import GroupedQueryAttention, repeat_kv
 
@@ -38,9 +40,11 @@ class KVCache:
         self, layer: int, keys: torch.Tensor, values: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new tokens' keys and values; return all of them (cached + new)."""
-        if self.keys[layer] is not None:  # -> (b, num_kv_heads, num_cached + num_new, head_dim)
-            keys = torch.cat([self.keys[layer], keys], dim=2)
-            values = torch.cat([self.values[layer], values], dim=2)
+        cached_keys, cached_values = self.keys[layer], self.values[layer]
+        if cached_keys is not None and cached_values is not None:
+            # -> (b, num_kv_heads, num_cached + num_new, head_dim)
+            keys = torch.cat([cached_keys, keys], dim=2)
+            values = torch.cat([cached_values, values], dim=2)
         self.keys[layer], self.values[layer] = keys, values
         return keys, values
 
@@ -50,7 +54,9 @@ class KVCache:
         return sum(t.untyped_storage().nbytes() for t in stored)
 
 
-def attend_cached(att: nn.Module, x: torch.Tensor, cache: KVCache, layer: int) -> torch.Tensor:
+def attend_cached(
+    att: MultiHeadAttention | GroupedQueryAttention, x: torch.Tensor, cache: KVCache, layer: int
+) -> torch.Tensor:
     """Causal attention of the NEW tokens ``x`` (b, num_new, d_in) over cached + new tokens.
 
     ``att`` is a ``MultiHeadAttention`` or ``GroupedQueryAttention``: its weights are used,
@@ -116,6 +122,7 @@ class GPTModel(nn.Module):
         positions = torch.arange(start, start + num_new)  # continue after the cached tokens
         x = self.drop_emb(self.tok_emb(idx) + self.pos_emb(positions))  # (b, num_new, d_model)
         for layer, block in enumerate(self.trf_blocks):
+            block = cast(TransformerBlock, block)  # nn.ModuleList forgets the type
             if cache is None:
                 x = block(x)
             else:  # TransformerBlock.forward with the attention reading the cache

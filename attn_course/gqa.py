@@ -55,6 +55,8 @@ class GroupedQueryAttention(MultiHeadAttention):
     compute the same thing).
     """
 
+    mask: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(
         self,
         d_in: int,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -50,6 +51,8 @@ class TinyTransformer(nn.Module):
     After each forward pass ``attention_weights()`` returns the weights every head used:
     (num_layers, b, num_heads, num_tokens, num_tokens).
     """
+
+    pos_table: torch.Tensor  # a buffer, registered in __init__ for sinusoidal positions
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -95,9 +98,12 @@ class TinyTransformer(nn.Module):
 
     def attention_weights(self) -> torch.Tensor:
         """(num_layers, b, num_heads, num_tokens, num_tokens) weights of the last forward pass."""
-        if self.layers[0].attn_weights is None:
-            raise ValueError("run the model on some tokens first: model(tokens).")
-        return torch.stack([att.attn_weights for att in self.layers])
+        weights = []
+        for att in self.layers:
+            if not isinstance(att.attn_weights, torch.Tensor):
+                raise ValueError("run the model on some tokens first: model(tokens).")
+            weights.append(att.attn_weights)
+        return torch.stack(weights)
 
 
 @contextmanager
@@ -110,7 +116,7 @@ def ablated(model: TinyTransformer, heads: list[tuple[int, int]]) -> Iterator[Ti
     saved = []
     with torch.no_grad():
         for layer, head in heads:
-            att = model.layers[layer]
+            att = cast(MultiHeadAttention, model.layers[layer])
             if not 0 <= head < att.num_heads:
                 raise ValueError(f"head={head} is not in 0..{att.num_heads - 1}.")
             cols = slice(head * att.head_dim, (head + 1) * att.head_dim)

@@ -246,7 +246,8 @@ class HeadCanvas:
             if not view.scored[i]:
                 color = "#888888"
             else:
-                color = "#1a7f37" if view.predictions[i] == view.targets[i] else "#cf222e"
+                right = view.targets is not None and view.predictions[i] == view.targets[i]
+                color = "#1a7f37" if right else "#cf222e"
             self.predicted[i].set(text=f"→ {view.predictions[i]}", position=(n - 0.5, i),
                                   fontsize=fontsize, color=color)  # fmt: skip
         s = view.settings

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -21,7 +21,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.collections import PatchCollection
 from matplotlib.colors import Colormap, Normalize, TwoSlopeNorm
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.font_manager import FontProperties
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
@@ -144,7 +144,7 @@ def heatmap(
     title: str | None = None,
     mask: torch.Tensor | np.ndarray | None = None,
     annotate: bool | None = None,
-) -> Figure:
+) -> Figure | SubFigure:
     """Heatmap of one attention-weight matrix on a fixed 0-1 colour scale.
 
     Args:
@@ -157,9 +157,10 @@ def heatmap(
         annotate: print the weights in the cells; None = only when num_tokens <= 8.
 
     Returns:
-        The Figure drawn into.
+        The Figure (or the SubFigure of ``ax``) drawn into.
     """
     values, hidden = _prepare(weights, tokens, mask, 2, "head_grid draws every head")
+    fig: Figure | SubFigure
     if ax is None:
         side = 2.2 + 0.45 * len(tokens)
         fig, ax = plt.subplots(figsize=(side + 1.0, side), layout="constrained")
@@ -401,6 +402,7 @@ def head_grid_svg(
     if view not in VIEWS:
         raise ValueError(f"view={view!r} must be one of {VIEWS}.")
     num_heads, num_tokens, _ = values.shape
+    number: Callable[[float], str]
     if view == "weights":
         shown = np.round(values, 2)
         cmap, low, high = WEIGHT_CMAP, 0.0, 1.0

@@ -43,10 +43,11 @@ lab: $(READY)
 test: $(READY) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## lint: ruff's lint and format checks (make test runs them too)
+## lint: ruff's lint and format checks and mypy's type check (make test runs them too)
 lint: $(READY)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # The browser test (tests/test_browser.py) drives Debian's Chromium; install it once.
 CHROMIUM := /usr/bin/chromium
@@ -81,7 +82,7 @@ bench: $(READY)
 
 ## clean: delete the virtual environment and caches
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache *.egg-info
 
 # The interpreter `make` would use (or that PYTHON names), for .ci/run: `make -s python`.
 python:

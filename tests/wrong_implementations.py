@@ -85,6 +85,20 @@ class MaskAsAttribute(attention.CausalAttention):
         self.mask = mask
 
 
+class CausalAttentionKeepsMask(attention.CausalAttention):
+    """Slices the mask on the first call and keeps the slice in a new attribute."""
+
+    def forward(self, x):
+        if not hasattr(self, "first_mask"):
+            self.first_mask = self.mask[: x.shape[1], : x.shape[1]]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        attn_weights = self.dropout(
+            torch.softmax(scores.masked_fill(self.first_mask, -torch.inf), -1)
+        )
+        return attn_weights @ values
+
+
 def causal_with(mistake: str) -> type:
     """A CausalAttention subclass with ``mistake``."""
     return type(f"CausalAttention_{mistake}", (CausalAttentionWith,), {"mistake": mistake})
@@ -593,6 +607,12 @@ WRONG: list[Wrong] = [
         "causal_attention",
         causal_with("mask_sliced_in_place"),
         ("second", "self.mask"),
+    ),
+    Wrong(
+        "mask kept from the first call",
+        "causal_attention",
+        CausalAttentionKeepsMask,
+        ("self.first_mask", "earlier call"),
     ),
     Wrong("mask as attribute", "causal_attention", MaskAsAttribute, ("register_buffer",)),
     Wrong(

@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import TypeGuard
 
 import numpy as np
 import torch
@@ -82,7 +84,7 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
         if expired:
             sys.settrace(previous_trace)
-            frame = sys._getframe()
+            frame: FrameType | None = sys._getframe()
             while frame is not None:
                 frame.f_trace = None
                 frame = frame.f_back
@@ -129,7 +131,7 @@ def _describe(value: object) -> dict:
     return {
         "kind": "class" if is_class else "module" if isinstance(value, nn.Module) else "other",
         "name": getattr(value, "__name__", type(value).__name__),
-        "module_class": is_class and issubclass(value, nn.Module),
+        "module_class": isinstance(value, type) and issubclass(value, nn.Module),
         "reference": _is_reference(value),
     }
 
@@ -288,7 +290,11 @@ def call(
             stack.enter_context(torch.no_grad())
         counter = stack.enter_context(_SdpaCounter())
         largest = stack.enter_context(_LargestOutput()) if track_largest else None
+        before = _state(func) if isinstance(func, nn.Module) else {}
         reply["result"] = func(*args, **kwargs)
+        if isinstance(func, nn.Module):
+            after = _state(func)
+            reply["changed"] = sorted(k for k, v in after.items() if before.get(k) != v)
         reply["sdpa_calls"] = counter.calls
         if largest is not None:
             reply["largest"] = largest.largest
@@ -298,7 +304,20 @@ def call(
     return reply
 
 
-def _is_float_tensor(value: object) -> bool:
+def _state(module: nn.Module) -> dict[str, tuple[int, int | None]]:
+    """Each attribute of ``module`` and its submodules (dotted name): the object's identity
+    and, for a tensor, its in-place version counter; ``call`` reports what a forward changed."""
+    state = {}
+    for prefix, sub in module.named_modules():
+        own = (vars(sub), sub._parameters, sub._buffers, sub._modules)
+        for name, value in (item for attributes in own for item in attributes.items()):
+            if not name.startswith("_") and name != "training":
+                version = value._version if isinstance(value, torch.Tensor) else None
+                state[f"{prefix}.{name}" if prefix else name] = (id(value), version)
+    return state
+
+
+def _is_float_tensor(value: object) -> TypeGuard[torch.Tensor]:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
@@ -351,7 +370,12 @@ def _exception(exc: BaseException) -> dict:
     }
 
 
-_OPS = {"resolve": _op_resolve, "getattr": _op_getattr, "build": _op_build, "calls": calls}
+_OPS: dict[str, Callable[..., object]] = {
+    "resolve": _op_resolve,
+    "getattr": _op_getattr,
+    "build": _op_build,
+    "calls": calls,
+}
 
 
 def serve(request_path: str, reply_path: str) -> None:

@@ -56,9 +56,9 @@ def _table(reports: list[NotebookReport]) -> str:
         if report.error:
             lines.append(f"    ⚠ {report.error}")
         lines.extend(f"    {result.verdict}" for result in report.checks)
-    score = sum(r.score for r in reports)
-    max_score = sum(r.max_score for r in reports)
-    lines.append(f"{'total':<{width}}  {f'{score}/{max_score}':>5}")
+    total = sum(r.score for r in reports)
+    max_total = sum(r.max_score for r in reports)
+    lines.append(f"{'total':<{width}}  {f'{total}/{max_total}':>5}")
     return "\n".join(lines)
 
 

@@ -38,8 +38,10 @@ __all__ = [
     "invoke_many",
     "call_pure",
     "call_pure_reply",
+    "call_explained",
     "learner_error",
     "expect_module",
+    "expect_like_reference",
     "close",
     "expect_close",
     "expect_answer",
@@ -155,6 +157,27 @@ def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **o
                 "of masked_fill_ on an input)."
             )
     return reply
+
+
+# Words of an error the learner's code raises -> the hint that explains it.
+ERROR_HINTS = {
+    ("leaf Variable", "requires grad"): "no_grad_in_place",
+    ("contiguous", "view size"): "view_not_contiguous",
+}
+
+
+def call_explained(func: Callable, *args: object) -> object:
+    """``call_pure``; an error of the learner's code that ``ERROR_HINTS`` knows fails the
+    check with that hint (the code is called as the learner calls it, e.g. without
+    ``torch.no_grad()``)."""
+    try:
+        return call_pure(func, *args)
+    except Exception as exc:
+        error = learner_error(exc) or ""
+        for words, name in ERROR_HINTS.items():
+            if any(word in error for word in words):
+                raise CheckFailed(HINTS[name]) from None
+        raise
 
 
 def _same(after: object, old: object) -> bool:
@@ -325,6 +348,30 @@ def _output(reply: dict) -> object:
     return out[0] if isinstance(out, tuple) and out else out
 
 
+def _recording_changes(replies: Iterator[dict], changed: set[str]) -> Iterator[dict]:
+    """``replies`` as they come, adding each call's ``changed`` attributes to ``changed``."""
+    for reply in replies:
+        changed.update(reply.get("changed", []))
+        yield reply
+
+
+def _kept_state(changed: set[str], ref: nn.Module, args: tuple) -> list[str]:
+    """The attributes the learner's forward changed (``agent.call``'s ``changed``) that the
+    reference's forward leaves alone (it does rebind ``attn_weights``, for one)."""
+    if not changed:
+        return []
+    with RNG_LOCK, torch.random.fork_rng(devices=[]):
+        ref_changed = agent.call(ref.eval(), args, no_grad=True)["changed"]
+    return sorted(changed - set(ref_changed))
+
+
+def _kept_state_hint(kept: list[str]) -> str:
+    """The advice for a module that behaves differently on a later call."""
+    if not kept:
+        return HINTS["kept_state"]
+    return HINTS["kept_state_named"].format(names=", ".join(f"self.{name}" for name in kept))
+
+
 def expect_module(
     mine: nn.Module,
     ref: nn.Module,
@@ -343,21 +390,26 @@ def expect_module(
     give the same output (dropout is off in eval), a train-mode call under the same RNG
     state as the reference (dropout placement; ``dropout_hint`` says where it goes), and a
     backward pass whose input and parameter gradients must match the reference's.
-    A tuple output is compared by its first element.
+    A tuple output is compared by its first element. When a later call goes wrong, the hint
+    names the attributes an earlier call changed and the reference's forward does not.
     """
+    changed: set[str] = set()  # attributes the learner's forward changed, all calls so far
     for i, args in enumerate(calls):
         label = what(args)
         train_seed = salted(seed * 100 + i)
         in_eval = {"train": False, "no_grad": True}
-        replies = invoke_many(
-            mine,
-            args,
-            [
-                in_eval,
-                in_eval,
-                {"train": True, "no_grad": True, "seed": train_seed},
-                {"train": False, "backward_seed": train_seed},
-            ],
+        replies = _recording_changes(
+            invoke_many(
+                mine,
+                args,
+                [
+                    in_eval,
+                    in_eval,
+                    {"train": True, "no_grad": True, "seed": train_seed},
+                    {"train": False, "backward_seed": train_seed},
+                ],
+            ),
+            changed,
         )
         want = _run_ref(ref, args, train=False, seed=None)
         with torch.no_grad():
@@ -369,25 +421,34 @@ def expect_module(
                 raise
             raise CheckFailed(
                 f"{label}: the first input worked, this second, longer one failed "
-                f"({learner_error(exc)}). forward must not change the module between calls "
-                "(e.g. self.mask = self.mask[:n, :n] shrinks the mask for good): slice into a "
-                "local variable."
+                f"({learner_error(exc)}). {_kept_state_hint(_kept_state(changed, ref, args))}"
             ) from None
         try:
             again = _output(next(replies))
         except Exception as exc:
             raise CheckFailed(
                 f"{label}: the first call worked, a second call failed ({learner_error(exc)}). "
-                "forward must not change the module (e.g. self.mask = self.mask[:n, :n] "
-                "shrinks the mask for good): slice into a local variable."
+                f"{_kept_state_hint(_kept_state(changed, ref, args))}"
             ) from None
         if isinstance(got, torch.Tensor) and not close(again, got.detach()):
+            kept = _kept_state(changed, ref, args)
             raise CheckFailed(
-                f"{label}: two calls in eval() mode gave different outputs. Dropout must be off "
-                "in eval mode: use the nn.Dropout module (self.dropout), which model.eval() "
-                "switches off, not F.dropout(..., training=True) or a fixed dropout_p."
+                f"{label}: two calls in eval() mode gave different outputs. "
+                + (
+                    _kept_state_hint(kept)
+                    if kept
+                    else "Dropout must be off in eval mode: use the nn.Dropout module "
+                    "(self.dropout), which model.eval() switches off, not F.dropout(..., "
+                    "training=True) or a fixed dropout_p."
+                )
             )
-        expect_close(got, want, label, mistakes, hints)
+        try:
+            expect_close(got, want, label, mistakes, hints)
+        except CheckFailed as failure:
+            kept = _kept_state(changed, ref, args) if i > 0 else []
+            if not kept:
+                raise
+            raise CheckFailed(f"{failure} {_kept_state_hint(kept)}") from None
         want_train = _run_ref(ref, args, train=True, seed=train_seed)
         got_train = _output(next(replies))
         if not close(got_train, want_train):
@@ -402,6 +463,27 @@ def expect_module(
                 + dropout_hint
             )
         _expect_gradients(next(replies)["grads"], ref, args, label, train_seed)
+
+
+def expect_like_reference(
+    cls: type,
+    ref_cls: type,
+    args: tuple,
+    calls: list[tuple],
+    seed: int,
+    mistakes_of: Callable[..., dict[str, torch.Tensor]] | None = None,
+    hints: dict[str, str] | None = None,
+    dropout_hint: str = "",
+    what: Callable[[tuple], str] | None = None,
+) -> None:
+    """``cls(*args)`` behaves as ``ref_cls(*args)``: ``build_pair``, then ``expect_module``.
+
+    ``what(call)`` names a call in hints; by default "Name(args) on input (shape)".
+    """
+    mine, ref = build_pair(cls, ref_cls, args, seed)
+    shown = ", ".join(map(repr, args))
+    label = what or (lambda call: f"{cls.__name__}({shown}) on input {tuple(call[0].shape)}")
+    expect_module(mine, ref, calls, label, mistakes_of, hints, dropout_hint, seed)
 
 
 def _expect_gradients(mine_grads: dict, ref, args: tuple, label: str, seed: int) -> None:

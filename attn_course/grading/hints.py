@@ -38,7 +38,7 @@ HINTS: dict[str, str] = {
     "diagonal).",
     "causal_past": "the mask hides the past (below the diagonal) instead of the future: "
     "use torch.triu, not torch.tril.",
-    # multi-head attention
+    # multi-head attention; splitting and merging heads (notebooks 03 and 04)
     "split_reshape": "heads split with reshape/view straight to (b, num_heads, num_tokens, "
     "head_dim), which mixes tokens and heads: view as (b, num_tokens, num_heads, head_dim), "
     "then transpose(1, 2).",
@@ -53,12 +53,6 @@ HINTS: dict[str, str] = {
     "sdpa_mask_lost": "no causal mask: pass is_causal=True to F.scaled_dot_product_attention.",
     "sdpa_attn_mask": "mask inverted: F.scaled_dot_product_attention's boolean attn_mask is "
     "True where attention is ALLOWED, the opposite of causal_mask; use is_causal=True.",
-    # split and merge
-    "split_view": "heads split with reshape/view straight to (b, num_heads, num_tokens, "
-    "head_dim): that mixes tokens and heads. View as (b, num_tokens, num_heads, head_dim), "
-    "then transpose(1, 2).",
-    "merge_view": "heads merged without transposing back: transpose(1, 2) to (b, num_tokens, "
-    "num_heads, head_dim) first, then .contiguous().view(b, num_tokens, d_out).",
     # padding mask
     "padding_inverted": "mask inverted: True must mark the PADDED positions (hidden).",
     "padding_one_less": "off by one: position `length` is the first padded one (positions "
@@ -119,6 +113,72 @@ HINTS: dict[str, str] = {
     "as in the lecture's MultiHeadCrossAttention.",
     "dropout_block": "Apply drop_shortcut to each sublayer's output before adding the "
     "shortcut: x + drop_shortcut(att(norm1(x))), then x + drop_shortcut(ff(norm2(x))).",
+    # errors the learner's code raises, recognised by their message (expect.call_explained)
+    "no_grad_in_place": "changing a parameter in place fails outside torch.no_grad() (a leaf "
+    "tensor that requires grad): wrap the change in `with torch.no_grad():` or decorate the "
+    "function with @torch.no_grad().",
+    "view_not_contiguous": "after transpose the tensor is not contiguous in memory, so .view "
+    "fails: call .contiguous() before .view (or use .reshape).",
+    # a module that keeps state between calls (expect.expect_module)
+    "kept_state": "forward must not change the module between calls (e.g. self.mask = "
+    "self.mask[:n, :n] shrinks the mask for good): slice into a local variable.",
+    "kept_state_named": "forward changed {names} on an earlier call and kept the change (the "
+    "lecture's forward does not): keep what one call computes in local variables, e.g. "
+    "mask = self.mask[:n, :n].",
+    # trained attention (notebook 08)
+    "previous_diagonal": "this is the weight a query gives ITSELF (the diagonal); the previous "
+    "token is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
+    "previous_next": "key t + 1 is in the future, hidden by the causal mask: the previous "
+    "token is offset=-1, below the diagonal.",
+    "previous_all_rows": "row 0 has no previous token: average over the num_tokens - 1 rows "
+    "t = 1 .. num_tokens - 1, not over all rows.",
+    "sinusoid_swapped": "sin and cos are swapped: even columns 2i hold sin, odd columns "
+    "2i + 1 hold cos.",
+    "sinusoid_blocks": "all the sines come first, then all the cosines: interleave them, "
+    "table[:, 0::2] = sin and table[:, 1::2] = cos.",
+    "sinusoid_no_two": "the frequencies are off: column pair i uses 10000 ** (2i / d_model); "
+    "torch.arange(0, d_model, 2) gives the 2i directly.",
+    "ablation_rows": "you zeroed ROWS of out_proj.weight; a head's output enters through "
+    "its COLUMNS: out_proj.weight[:, head * head_dim : (head + 1) * head_dim].",
+    "ablation_next_head": "you zeroed the next head: head h owns columns h * head_dim up "
+    "to (h + 1) * head_dim, counting from 0.",
+    "ablation_queries": "zeroing the queries does not silence a head: it then attends "
+    "uniformly and still writes its values. Zero its out_proj columns.",
+    # generation and the KV cache (notebook 09)
+    "window_one_too_many": "off by one: each query sees `window` keys, itself included, "
+    "so hide the keys `window` or more positions back (i - j >= window).",
+    "window_one_too_few": "off by one: each query sees itself AND the window - 1 keys "
+    "before it; you hide one key too many.",
+    "window_not_causal": "the future is visible: a sliding window is still causal, so "
+    "hide the keys after the query (j > i) too, as causal_mask does.",
+    "window_inverted": "mask inverted: True means HIDDEN in this course.",
+    "repeat_kv_tiled": "the copies of one key/value head must sit next to each other (query "
+    "head h reads key/value head h // group_size); x.repeat tiles the whole set of "
+    "heads instead. Use x.repeat_interleave(group_size, dim=1).",
+    "cache_stale_offset": "stale position offset: the new queries sit at positions "
+    "start .. start + num_new - 1, with start = cache.num_cached(layer) read "
+    "BEFORE the update; use those rows of att.mask, not rows 0 .. num_new - 1.",
+    "cache_no_mask": "no causal mask: with several new tokens, each may only see "
+    "the cached tokens and the new ones up to itself.",
+    "cache_new_keys_only": "the new queries only see the new keys: attend to ALL "
+    "the keys and values cache.update returns (cached + new).",
+    # tiled attention (notebook 10)
+    "online_no_rescale": "forgot to rescale the running sum: when the max grows from m to "
+    "m_new, every term already in s was computed against the old max; multiply s by "
+    "exp(m - m_new) before adding the new terms.",
+    "online_rescale_inverted": "the rescale factor is upside down: it is exp(m - m_new) (at "
+    "most 1), not exp(m_new - m).",
+    "online_old_max": "the new terms must be exp(block - m_new), relative to the NEW max.",
+    "tile_sum_not_rescaled": "forgot to rescale the running sum s by exp(m - m_new) when the "
+    "max grows.",
+    "tile_acc_not_rescaled": "forgot to rescale acc: the weighted sum of values so far was "
+    "computed against the old max too; multiply it by exp(m - m_new), like s.",
+    "tile_mask_ignored": "the mask is not applied: fill the hidden scores with -inf before exp.",
+    "tiled_diagonal_skipped": "a causal block skipped wrongly: the key block on the "
+    "diagonal (same positions as the query block) holds each query's own key "
+    "and the ones just before it; visit key blocks up to the query block's END.",
+    "tiled_diagonal_unmasked": "the diagonal tile is not masked: inside it, keys "
+    "after a query are the future; mask them (key position > query position).",
 }
 
 NUMPY_HINTS: dict[str, str] = {

@@ -31,6 +31,7 @@ from .expect import (
     build_pair,
     call_pure,
     expect_close,
+    expect_like_reference,
     expect_module,
     randn,
 )
@@ -74,21 +75,22 @@ def mha_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch
     num_heads, d_out = module.num_heads, module.d_out
     mask = causal_mask(num_tokens)
     q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)  # (b, num_tokens, d_out)
-    heads = [split_heads(t, num_heads) for t in (q, k, v)]  # (b, num_heads, num_tokens, head_dim)
-    context = scaled_dot_product_attention(*heads, mask)[0]  # (b, num_heads, num_tokens, head_dim)
-    mixed = [t.reshape(b, num_heads, num_tokens, -1) for t in (q, k, v)]
+    # (b, num_heads, num_tokens, head_dim) each
+    qh, kh, vh = (split_heads(t, num_heads) for t in (q, k, v))
+    context = scaled_dot_product_attention(qh, kh, vh, mask)[0]
+    mq, mk, mv = (t.reshape(b, num_heads, num_tokens, -1) for t in (q, k, v))  # tokens mixed
     rescale = (module.head_dim / d_out) ** 0.5
     mistakes = {  # the multi-head mistakes first: they are the more specific diagnosis
         "split_reshape": module.out_proj(
-            merge_heads(scaled_dot_product_attention(*mixed, mask)[0])
+            merge_heads(scaled_dot_product_attention(mq, mk, mv, mask)[0])
         ),
         "merge_no_transpose": module.out_proj(context.reshape(b, num_tokens, d_out)),
         "scale_d_out": module.out_proj(
-            merge_heads(scaled_dot_product_attention(heads[0] * rescale, *heads[1:], mask)[0])
+            merge_heads(scaled_dot_product_attention(qh * rescale, kh, vh, mask)[0])
         ),
         "no_out_proj": merge_heads(context),
     }
-    for name, (c, _) in attention_mistakes(*heads, mask).items():
+    for name, (c, _) in attention_mistakes(qh, kh, vh, mask).items():
         mistakes[name] = module.out_proj(merge_heads(c))
     return mistakes
 
@@ -96,8 +98,8 @@ def mha_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch
 def sdpa_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
     """``mha_mistakes`` plus the course's mask passed as F.sdpa's attn_mask (True = allowed)."""
     projections = (module.W_query, module.W_key, module.W_value)
-    heads = [split_heads(m(x), module.num_heads) for m in projections]
-    inverted = F.scaled_dot_product_attention(*heads, attn_mask=causal_mask(x.shape[1]))
+    qh, kh, vh = (split_heads(m(x), module.num_heads) for m in projections)
+    inverted = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=causal_mask(x.shape[1]))
     return {"sdpa_attn_mask": module.out_proj(merge_heads(inverted)), **mha_mistakes(module, x)}
 
 
@@ -107,7 +109,7 @@ def _two_lengths(b: int, num_tokens: int, longest: int, d_in: int, seed: int) ->
     return [(randn(b, n, d_in, seed=seed + n),) for n in lengths]
 
 
-def check_causal_class(cls: object) -> None:
+def check_causal_class(cls: type) -> None:
     """Compare ``cls`` with the package's CausalAttention on several configurations."""
     configs = [  # d_in, d_out, context_length, qkv_bias, b, num_tokens
         (3, 2, 6, False, 2, 4),
@@ -116,38 +118,34 @@ def check_causal_class(cls: object) -> None:
         (2, 5, 4, True, 1, 1),
     ]
     for i, (d_in, d_out, ctx, bias, b, num_tokens) in enumerate(configs):
-        args = (d_in, d_out, ctx, DROPOUT, bias)
-        mine, ref = build_pair(cls, CausalAttention, args, seed=40 + i)
-        expect_module(
-            mine,
-            ref,
+        expect_like_reference(
+            cls,
+            CausalAttention,
+            (d_in, d_out, ctx, DROPOUT, bias),
             _two_lengths(b, num_tokens, ctx, d_in, seed=50 + 10 * i),
-            lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
-            causal_mistakes,
-            dropout_hint=HINTS["dropout_attention"],
             seed=40 + i,
+            mistakes_of=causal_mistakes,
+            dropout_hint=HINTS["dropout_attention"],
         )
 
 
 def check_mha_class(
-    cls: object,
+    cls: type,
     hints: dict[str, str] | None = None,
-    mistakes_of: Callable = mha_mistakes,
+    mistakes_of: Callable[..., dict[str, torch.Tensor]] = mha_mistakes,
     dropout_hint: str = HINTS["dropout_attention"],
 ) -> None:
     """Compare ``cls`` with MultiHeadAttention on MHA_CONFIGS; ``mistakes_of(ref, x)`` diagnoses."""
     for i, (d_in, d_out, ctx, num_heads, bias, b, num_tokens) in enumerate(MHA_CONFIGS):
-        args = (d_in, d_out, ctx, DROPOUT, num_heads, bias)
-        mine, ref = build_pair(cls, MultiHeadAttention, args, seed=80 + i)
-        expect_module(
-            mine,
-            ref,
+        expect_like_reference(
+            cls,
+            MultiHeadAttention,
+            (d_in, d_out, ctx, DROPOUT, num_heads, bias),
             _two_lengths(b, num_tokens, ctx, d_in, seed=90 + 10 * i),
-            lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
-            mistakes_of,
-            hints,
-            dropout_hint=dropout_hint,
             seed=80 + i,
+            mistakes_of=mistakes_of,
+            hints=hints,
+            dropout_hint=dropout_hint,
         )
 
 
@@ -174,7 +172,7 @@ def encoder_mistakes(
     return mistakes
 
 
-def check_encoder_class(cls: object) -> None:
+def check_encoder_class(cls: type) -> None:
     """``cls(d_model, num_heads, d_ff, dropout)`` with ``forward(x, mask=None)``, post-LN."""
     configs = [  # d_model, num_heads, d_ff, b, num_tokens, lengths (None: no mask)
         (8, 2, 16, 2, 5, [5, 3]),
@@ -184,8 +182,7 @@ def check_encoder_class(cls: object) -> None:
     ]
     for i, (d_model, num_heads, d_ff, b, num_tokens, lengths) in enumerate(configs):
         args = (d_model, num_heads, d_ff, DROPOUT)
-        mine, ref = build_pair(cls, EncoderLayer, args, seed=200 + i)
-        calls = [(x,) for (x,) in _two_lengths(b, max(1, num_tokens - 2), num_tokens, d_model, 210)]
+        calls = _two_lengths(b, max(1, num_tokens - 2), num_tokens, d_model, 210)
         if lengths is not None:
             calls = [
                 (x, padding_mask([min(n, x.shape[1]) for n in lengths], x.shape[1]))
@@ -194,18 +191,21 @@ def check_encoder_class(cls: object) -> None:
 
         def what(call: tuple, args: tuple = args, lengths: list | None = lengths) -> str:
             masked = (
-                "" if len(call) == 1 else f", lengths {[min(n, call[0].shape[1]) for n in lengths]}"
+                ""
+                if lengths is None
+                else f", lengths {[min(n, call[0].shape[1]) for n in lengths]}"
             )
             return f"{cls.__name__}{args} on input {tuple(call[0].shape)}{masked}"
 
-        expect_module(
-            mine,
-            ref,
+        expect_like_reference(
+            cls,
+            EncoderLayer,
+            args,
             calls,
-            what,
-            encoder_mistakes,
-            dropout_hint=HINTS["dropout_encoder"],
             seed=200 + i,
+            mistakes_of=encoder_mistakes,
+            dropout_hint=HINTS["dropout_encoder"],
+            what=what,
         )
 
 
@@ -234,7 +234,7 @@ def cross_mistakes(
     return mistakes
 
 
-def check_cross_attention_class(cls: object) -> None:
+def check_cross_attention_class(cls: type) -> None:
     """``cls(d_model, num_heads, dropout)``, ``forward(query, key, value, mask=None)`` ->
     (output, weights), as ``foundations.MultiHeadCrossAttention``: outputs and weights with
     and without a (b, 1, 1, num_keys) padding mask, then ``expect_module`` (two source

@@ -11,29 +11,46 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["CheckFailed", "CheckSpec", "CHECKS", "register", "checks_for", "load_checks"]
+__all__ = [
+    "CheckFailed",
+    "CheckFunction",
+    "CheckSpec",
+    "CHECKS",
+    "register",
+    "checks_for",
+    "load_checks",
+]
 
 
 class CheckFailed(Exception):
     """A wrong answer; the message is the hint the learner sees."""
 
 
+# A check function. Its argument is the learner's answer: arbitrary learner code (a function,
+# a class, a value) or a ``remote.Remote`` proxy for it; each check annotates what it expects
+# and fails with a hint when the answer is something else.
+CheckFunction = Callable[[Any], str | None]
+
+
 @dataclass(frozen=True)
 class CheckSpec:
     id: str
     notebook: str  # notebook stem, e.g. "03_weight_split_mha"
-    func: Callable[[object], str | None]
+    func: CheckFunction
     time_limit: float  # seconds
 
 
 CHECKS: dict[str, CheckSpec] = {}
 
 
-def register(check_id: str, notebook: str, time_limit: float = 10.0):
+def register(
+    check_id: str, notebook: str, time_limit: float = 10.0
+) -> Callable[[CheckFunction], CheckFunction]:
     """Decorator: register ``func`` as the check ``check_id`` of ``notebook``."""
 
-    def decorate(func: Callable[[object], str | None]) -> Callable[[object], str | None]:
+    def decorate(func: CheckFunction) -> CheckFunction:
         if check_id in CHECKS:
             raise ValueError(f"check id {check_id!r} is registered twice")
         CHECKS[check_id] = CheckSpec(check_id, notebook, func, time_limit)

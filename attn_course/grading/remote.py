@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from pathlib import Path
+from typing import Any, TypeGuard
 
 import numpy as np
 import torch
@@ -66,8 +67,12 @@ class Session:
         self.deadline = time.monotonic() + time_limit
         self.uses_reference, self.answer_name = False, ""
 
-    def request(self, op: str, *args: object, **extra: object) -> object:
-        """Run ``op`` in the kernel; the decoded value, or RemoteError / RemoteTimeout."""
+    def request(self, op: str, *args: object, **extra: Any) -> Any:
+        """Run ``op`` in the kernel; the decoded value, or RemoteError / RemoteTimeout.
+
+        The value is whatever data the kernel sent back (``Any``): the caller knows the
+        shape its ``op`` returns and checks what it relies on.
+        """
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise RemoteTimeout
@@ -122,7 +127,7 @@ class Session:
             self.answer_name = value.__name__
         return value
 
-    def decode(self, value: object) -> object:
+    def decode(self, value: object) -> Any:
         if isinstance(value, list):
             return [self.decode(v) for v in value]
         if not isinstance(value, dict):
@@ -153,13 +158,18 @@ class Remote:
     module, so checks written for local objects keep working; calls run in the kernel.
     """
 
+    _session: Session
+    _handle: int
+    _info: dict
+    __name__: str
+
     def __init__(self, session: Session, handle: int, info: dict):
         object.__setattr__(self, "_session", session)
         object.__setattr__(self, "_handle", handle)
         object.__setattr__(self, "_info", info)
         object.__setattr__(self, "__name__", str(info.get("name", "?")))
 
-    @property
+    @property  # type: ignore[misc]  # read-only on purpose: a proxy's class is what it stands for
     def __class__(self) -> type:  # noqa: D105
         kind = self._info.get("kind")
         return type if kind == "class" else nn.Module if kind == "module" else Remote
@@ -180,5 +190,5 @@ class Remote:
         return f"<learner's {self._info.get('kind')} {self.__name__}>"
 
 
-def is_remote(obj: object) -> bool:
+def is_remote(obj: object) -> TypeGuard[Remote]:
     return type(obj) is Remote

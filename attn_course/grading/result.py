@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 __all__ = ["SCHEMA_VERSION", "STATUSES", "Status", "CheckResult", "NotebookReport"]
 
@@ -77,8 +78,8 @@ class CheckResult:
         }
 
     @classmethod
-    def from_json(cls, data: object) -> CheckResult:
-        """Read ``to_json()``'s dict back; ValueError when it is not one."""
+    def from_json(cls, data: Any) -> CheckResult:
+        """Read ``to_json()``'s dict back (any JSON value); ValueError when it is not one."""
         try:
             return cls(
                 str(data["id"]),

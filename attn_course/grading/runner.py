@@ -83,15 +83,16 @@ def read_notebook(path: Path) -> Notebook:
     if not isinstance(data, dict) or data.get("nbformat") != 4:
         raise ValueError(f"{path.name} is not a valid Jupyter notebook (nbformat 4 expected)")
     cells = []
-    for i, cell in enumerate(data.get("cells") if isinstance(data.get("cells"), list) else []):
+    raw_cells = data.get("cells")
+    for i, cell in enumerate(raw_cells if isinstance(raw_cells, list) else []):
         source = cell.get("source", "") if isinstance(cell, dict) else None
         source = "".join(source) if isinstance(source, list) else source
         if not isinstance(source, str) or not isinstance(cell.get("cell_type"), str):
             raise ValueError(f"{path.name} is not a valid Jupyter notebook (cell {i + 1})")
         metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
         cells.append(Cell(cell["cell_type"], source, metadata))
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    return Notebook(metadata, cells)
+    metadata = data.get("metadata")
+    return Notebook(metadata if isinstance(metadata, dict) else {}, cells)
 
 
 def notebook_id(notebook: Notebook, path: Path) -> str:
@@ -107,8 +108,8 @@ def notebook_id(notebook: Notebook, path: Path) -> str:
     return match.group(0) if match else path.stem
 
 
-def _check_cells(notebook: Notebook, check_id: str) -> list[int]:
-    """Indices of the code cells that check ``check_id`` (metadata, else their source)."""
+def _cells_calling(notebook: Notebook, check_id: str) -> list[int]:
+    """Indices of the code cells that call check(``check_id``, ...) (metadata, else source)."""
     call = re.compile(rf"""\bcheck\(\s*["']{re.escape(check_id)}["']""")
     return [
         i
@@ -186,7 +187,7 @@ class _Execution:
 
 def _unreported(check_id: str, notebook: Notebook, run: _Execution) -> CheckResult:
     """Verdict for a check whose answer never reached check(), from the cell that calls it."""
-    cells = _check_cells(notebook, check_id)
+    cells = _cells_calling(notebook, check_id)
     if not cells:
         return CheckResult(
             check_id,

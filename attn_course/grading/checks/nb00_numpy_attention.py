@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -29,7 +31,7 @@ def _pair(result: object) -> tuple[object, object]:
 
 
 @register("numpy_softmax", NOTEBOOK, time_limit=5.0)
-def check_numpy_softmax(func: object) -> str:
+def check_numpy_softmax(func: Callable[..., object]) -> str:
     """``func(x, axis=-1)``: a numerically stable softmax along ``axis``."""
     cases = [
         (_rand(1, 4, 5), -1),
@@ -58,7 +60,9 @@ def check_numpy_softmax(func: object) -> str:
     return "stable, and correct along any axis."
 
 
-def _attention_inputs(seed: int, num_tokens: int, d_in: int, d_k: int, d_v: int):
+def _attention_inputs(
+    seed: int, num_tokens: int, d_in: int, d_k: int, d_v: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """X, W_Q, W_K, W_V from one seed."""
     return (
         _rand(seed, num_tokens, d_in),
@@ -75,7 +79,7 @@ def _numpy_mistakes(X, W_Q, W_K, W_V, causal: bool) -> dict[str, tuple[torch.Ten
 
 
 @register("numpy_self_attention", NOTEBOOK, time_limit=5.0)
-def check_numpy_self_attention(func: object) -> str:
+def check_numpy_self_attention(func: Callable[..., object]) -> str:
     """``func(X, W_Q, W_K, W_V, causal=False)`` -> (output, weights), as the package's."""
     cases = [(6, 3, 2, 2, False), (4, 5, 3, 4, True), (1, 3, 2, 2, True), (7, 4, 3, 3, True)]
     for i, (num_tokens, d_in, d_k, d_v, causal) in enumerate(cases):
@@ -102,19 +106,22 @@ def check_numpy_self_attention(func: object) -> str:
 
 
 @register("numpy_multi_head_attention", NOTEBOOK, time_limit=5.0)
-def check_numpy_multi_head_attention(func: object) -> str:
+def check_numpy_multi_head_attention(func: Callable[..., object]) -> str:
     """``func(X, W_Q_heads, W_K_heads, W_V_heads, W_O, causal=False)`` -> (output, weights)."""
     cases = [(5, 4, 2, 2, False), (6, 6, 3, 2, True), (3, 4, 1, 4, True)]
     for i, (num_tokens, d_model, num_heads, head_dim, causal) in enumerate(cases):
         X = _rand(100 + i, num_tokens, d_model)
-        heads = [
+        W_Q_heads, W_K_heads, W_V_heads = (
             [_rand(200 + 10 * i + 3 * h + j, d_model, head_dim) for h in range(num_heads)]
             for j in range(3)
-        ]
+        )
+        heads = (W_Q_heads, W_K_heads, W_V_heads)
         W_O = _rand(300 + i, num_heads * head_dim, d_model)
         what = f"{num_heads} heads of width {head_dim}, X {X.shape}, causal={causal}"
         got_out, got_weights = _pair(call_pure(func, X, *heads, W_O, causal=causal))
-        want_out, want_weights = multi_head_attention(X, *heads, W_O, causal=causal)
+        want_out, want_weights = multi_head_attention(
+            X, W_Q_heads, W_K_heads, W_V_heads, W_O, causal=causal
+        )
         concatenated = np.concatenate(
             [self_attention(X, *w, causal=causal)[0] for w in zip(*heads, strict=True)], axis=-1
         )
@@ -147,7 +154,7 @@ def check_numpy_weights_shape(answer: object) -> str:
 
 
 @register("weightless_attention", NOTEBOOK, time_limit=5.0)
-def check_weightless_attention(func: object) -> str:
+def check_weightless_attention(func: Callable[..., object]) -> str:
     """``func(X)`` -> (context, weights): attention with no trainable weights (section 0)."""
     journey = example("journey").embeddings.double().numpy()
     cases = [journey, _rand(400, 4, 5), _rand(401, 1, 2), 0.5 * _rand(402, 7, 4)]

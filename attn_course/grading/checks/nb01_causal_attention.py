@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ...attention import CausalAttention, causal_mask, padding_mask, scaled_dot_product_attention
@@ -14,7 +16,7 @@ NOTEBOOK = "01_causal_attention"
 
 
 @register("causal_mask", NOTEBOOK, time_limit=5.0)
-def check_causal_mask(func: object) -> str:
+def check_causal_mask(func: Callable[..., object]) -> str:
     """``func(num_tokens)`` -> bool (T, T), True above the diagonal."""
     for num_tokens in (5, 6, 1, 2, 9):
         want = causal_mask(num_tokens)
@@ -66,7 +68,7 @@ def _sdpa_cases() -> list[
 
 
 @register("scaled_dot_product_attention", NOTEBOOK, time_limit=5.0)
-def check_scaled_dot_product_attention(func: object) -> str:
+def check_scaled_dot_product_attention(func: Callable[..., object]) -> str:
     """``func(queries, keys, values, mask=None)`` -> (context, weights); mask True = hidden."""
     for what, q, k, v, mask in _sdpa_cases():
         want_context, want_weights = scaled_dot_product_attention(q, k, v, mask)
@@ -90,7 +92,7 @@ def check_scaled_dot_product_attention(func: object) -> str:
 
 
 @register("causal_attention", NOTEBOOK, time_limit=5.0)
-def check_causal_attention(cls: object) -> str:
+def check_causal_attention(cls: type) -> str:
     """A class with CausalAttention's signature, same outputs as the lecture's."""
     check_causal_class(cls)
     return "same outputs as the lecture's CausalAttention, with and without bias, 1 to 8 tokens."

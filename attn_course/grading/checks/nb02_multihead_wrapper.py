@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
-from ...attention import MultiHeadAttentionWrapper
+from ...attention import CausalAttention, MultiHeadAttentionWrapper
 from ...blocks import count_parameters
-from ..expect import build_pair, expect_answer, expect_module, randn, seeded
+from ..expect import expect_answer, expect_like_reference, randn, seeded
 from ..hints import HINTS
 from ..references import DROPOUT, causal_mistakes
 from ..registry import register
@@ -19,12 +21,12 @@ BATCH_SHAPE = (2, 6, 3)
 
 def _wrapper_mistakes(ref: MultiHeadAttentionWrapper, x: torch.Tensor) -> dict:
     """Each classic attention mistake made in every head, heads concatenated."""
-    per_head = [causal_mistakes(head, x) for head in ref.heads]
+    per_head = [causal_mistakes(cast(CausalAttention, head), x) for head in ref.heads]
     return {name: torch.cat([head[name] for head in per_head], dim=-1) for name in per_head[0]}
 
 
 @register("multi_head_wrapper", NOTEBOOK, time_limit=10.0)
-def check_multi_head_wrapper(cls: object) -> str:
+def check_multi_head_wrapper(cls: type) -> str:
     """A class with MultiHeadAttentionWrapper's signature, same outputs as the lecture's."""
     configs = [  # d_in, d_out, context_length, num_heads, qkv_bias, b, num_tokens
         (3, 2, 6, 2, False, 2, 6),
@@ -33,17 +35,14 @@ def check_multi_head_wrapper(cls: object) -> str:
         (2, 2, 3, 2, False, 1, 1),
     ]
     for i, (d_in, d_out, ctx, num_heads, bias, b, num_tokens) in enumerate(configs):
-        args = (d_in, d_out, ctx, DROPOUT, num_heads, bias)
-        mine, ref = build_pair(cls, MultiHeadAttentionWrapper, args, seed=60 + i)
-        lengths = sorted({num_tokens, ctx})
-        expect_module(
-            mine,
-            ref,
-            [(randn(b, n, d_in, seed=70 + 10 * i + n),) for n in lengths],
-            lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
-            _wrapper_mistakes,
-            dropout_hint=HINTS["dropout_attention"],
+        expect_like_reference(
+            cls,
+            MultiHeadAttentionWrapper,
+            (d_in, d_out, ctx, DROPOUT, num_heads, bias),
+            [(randn(b, n, d_in, seed=70 + 10 * i + n),) for n in sorted({num_tokens, ctx})],
             seed=60 + i,
+            mistakes_of=_wrapper_mistakes,
+            dropout_hint=HINTS["dropout_attention"],
         )
     return "same outputs as the lecture's wrapper, 1 to 3 heads."
 

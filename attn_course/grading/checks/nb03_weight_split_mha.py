@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ...attention import MultiHeadAttention, MultiHeadAttentionWrapper
 from ...blocks import count_parameters
-from ..expect import (
-    call_pure,
-    expect_answer,
-    expect_close,
-    learner_error,
-    randn,
-    salted,
-    seeded,
-)
+from ..expect import call_explained, expect_answer, expect_close, randn, salted, seeded
 from ..references import check_mha_class
 from ..registry import CheckFailed, register
 
@@ -22,14 +16,14 @@ NOTEBOOK = "03_weight_split_mha"
 
 
 @register("multi_head_attention", NOTEBOOK, time_limit=5.0)
-def check_multi_head_attention(cls: object) -> str:
+def check_multi_head_attention(cls: type) -> str:
     """A class with MultiHeadAttention's signature, same outputs as the lecture's."""
     check_mha_class(cls)
     return "same outputs as the lecture's MultiHeadAttention, 1 to 4 heads, 1 to 7 tokens."
 
 
 @register("copy_wrapper_weights", NOTEBOOK, time_limit=5.0)
-def check_copy_wrapper_weights(func: object) -> str:
+def check_copy_wrapper_weights(func: Callable[..., object]) -> str:
     """``func(wrapper, mha)`` makes ``mha(x)`` equal ``wrapper(x)``."""
     configs = [(3, 2, 2, False), (4, 3, 3, True), (5, 4, 1, False)]  # d_in, head_dim, heads, bias
     for i, (d_in, head_dim, num_heads, bias) in enumerate(configs):
@@ -38,17 +32,7 @@ def check_copy_wrapper_weights(func: object) -> str:
             mha = MultiHeadAttention(d_in, head_dim * num_heads, 6, 0.0, num_heads, bias).eval()
         x = randn(2, 6, d_in, seed=110 + i)
         before = {name: p.clone() for name, p in wrapper.state_dict().items()}
-        try:  # as the learner calls it: outside torch.no_grad()
-            call_pure(func, wrapper, mha)
-        except Exception as exc:
-            error = learner_error(exc) or ""
-            if "leaf Variable" not in error and "requires grad" not in error:
-                raise
-            raise CheckFailed(
-                "copying into a parameter in place fails outside torch.no_grad() (a leaf "
-                "tensor that requires grad): wrap the copies in `with torch.no_grad():` or "
-                "decorate the function with @torch.no_grad()."
-            ) from None
+        call_explained(func, wrapper, mha)
         if any(not torch.equal(p, before[name]) for name, p in wrapper.state_dict().items()):
             raise CheckFailed("the wrapper's weights changed: copy FROM the wrapper INTO mha.")
         with torch.no_grad():

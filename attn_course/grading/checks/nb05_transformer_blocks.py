@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ...attention import padding_mask
@@ -19,7 +21,7 @@ from ..expect import (
     call_pure,
     expect_answer,
     expect_close,
-    expect_module,
+    expect_like_reference,
     randn,
     seeded,
 )
@@ -31,7 +33,7 @@ NOTEBOOK = "05_transformer_blocks"
 
 
 @register("padding_mask", NOTEBOOK, time_limit=5.0)
-def check_padding_mask(func: object) -> str:
+def check_padding_mask(func: Callable[..., object]) -> str:
     """``func(lengths, num_tokens)`` -> bool (b, 1, 1, num_tokens), True at padded keys."""
     for lengths, num_tokens in (([3, 1, 5], 5), ([1], 1), ([2, 2], 4), ([4, 6], 6)):
         want = padding_mask(lengths, num_tokens)
@@ -67,19 +69,17 @@ def _feed_forward_mistakes(ref: FeedForward, x: torch.Tensor) -> dict[str, torch
 
 
 @register("feed_forward", NOTEBOOK, time_limit=5.0)
-def check_feed_forward(cls: object) -> str:
+def check_feed_forward(cls: type) -> str:
     """``cls(d_model, d_ff, dropout)``: Linear -> ReLU -> dropout -> Linear, as FeedForward."""
     for i, (d_model, d_ff, shape) in enumerate([(4, 16, (2, 5)), (6, 8, (1, 1)), (3, 12, (3, 4))]):
-        args = (d_model, d_ff, DROPOUT)
-        mine, ref = build_pair(cls, FeedForward, args, seed=140 + i)
-        expect_module(
-            mine,
-            ref,
+        expect_like_reference(
+            cls,
+            FeedForward,
+            (d_model, d_ff, DROPOUT),
             [(randn(*shape, d_model, seed=150 + i),), (randn(2, 7, d_model, seed=155 + i),)],
-            lambda call, args=args: f"{cls.__name__}{args} on input {tuple(call[0].shape)}",
-            _feed_forward_mistakes,
-            dropout_hint=HINTS["dropout_feed_forward"],
             seed=140 + i,
+            mistakes_of=_feed_forward_mistakes,
+            dropout_hint=HINTS["dropout_feed_forward"],
         )
     return "same outputs as the lecture's FeedForward, dropout in its place."
 
@@ -104,7 +104,7 @@ def _layer_norm_inputs(i: int, shape: tuple[int, ...]) -> torch.Tensor:
 
 
 @register("layer_norm", NOTEBOOK, time_limit=5.0)
-def check_layer_norm(cls: object) -> str:
+def check_layer_norm(cls: type) -> str:
     """``cls(d_model)`` with parameters ``scale`` and ``shift``, as the lecture's LayerNorm."""
     for i, shape in enumerate([(2, 3, 5), (1, 1, 4), (4, 6)]):
         mine, ref = build_pair(cls, LayerNorm, (shape[-1],), seed=160 + i)
@@ -131,7 +131,7 @@ def check_layer_norm(cls: object) -> str:
 
 
 @register("encoder_layer", NOTEBOOK, time_limit=10.0)
-def check_encoder_layer(cls: object) -> str:
+def check_encoder_layer(cls: type) -> str:
     """``cls(d_model, num_heads, d_ff, dropout)`` with ``forward(x, mask=None)``, post-LN."""
     check_encoder_class(cls)
     return "same outputs as the lecture's post-LN EncoderLayer, with and without padding."
@@ -151,7 +151,7 @@ def _block_mistakes(ref: TransformerBlock, x: torch.Tensor) -> dict[str, torch.T
 
 
 @register("transformer_block", NOTEBOOK, time_limit=10.0)
-def check_transformer_block(cls: object) -> str:
+def check_transformer_block(cls: type) -> str:
     """``cls(cfg: BlockConfig)``, the GPT-2 style pre-LN block."""
     configs = [
         (BlockConfig(d_model=8, context_length=6, num_heads=2, dropout=DROPOUT), (2, 4)),
@@ -162,16 +162,15 @@ def check_transformer_block(cls: object) -> str:
         (BlockConfig(d_model=4, context_length=5, num_heads=1, dropout=DROPOUT), (3, 1)),
     ]
     for i, (cfg, (b, num_tokens)) in enumerate(configs):
-        mine, ref = build_pair(cls, TransformerBlock, (cfg,), seed=220 + i)
         lengths = sorted({num_tokens, cfg.context_length})
-        expect_module(
-            mine,
-            ref,
+        expect_like_reference(
+            cls,
+            TransformerBlock,
+            (cfg,),
             [(randn(b, n, cfg.d_model, seed=230 + 10 * i + n),) for n in lengths],
-            lambda call, cfg=cfg: f"{cls.__name__}({cfg}) on input {tuple(call[0].shape)}",
-            _block_mistakes,
-            dropout_hint=HINTS["dropout_block"],
             seed=220 + i,
+            mistakes_of=_block_mistakes,
+            dropout_hint=HINTS["dropout_block"],
         )
     return "same outputs as the lecture's pre-LN TransformerBlock, dropout in its place."
 
@@ -199,7 +198,7 @@ def check_gpt2_block_parameters(answer: object) -> str:
 
 
 @register("cross_attention", NOTEBOOK, time_limit=10.0)
-def check_cross_attention(cls: object) -> str:
+def check_cross_attention(cls: type) -> str:
     """The lecture's ``MultiHeadCrossAttention``."""
     check_cross_attention_class(cls)
     return "queries from one sequence, keys and values from the other, masked and trained alike."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ...attention import (
@@ -21,37 +23,28 @@ NOTEBOOK = "09_generation_kv_cache"
 
 
 @register("sliding_window_mask", NOTEBOOK, time_limit=5.0)
-def check_sliding_window_mask(func: object) -> str:
+def check_sliding_window_mask(func: Callable[..., object]) -> str:
     """``func(num_tokens, window)`` -> bool (num_tokens, num_tokens), True = hidden."""
     for num_tokens, window in ((6, 3), (9, 4), (5, 1), (4, 10), (1, 1), (7, 2)):
         want = sliding_window_mask(num_tokens, window)
         mistakes = {
-            "one_too_many": sliding_window_mask(num_tokens, window + 1),
-            "not_causal": want & ~causal_mask(num_tokens),
-            "inverted": ~want,
+            "window_one_too_many": sliding_window_mask(num_tokens, window + 1),
+            "window_not_causal": want & ~causal_mask(num_tokens),
+            "window_inverted": ~want,
         }
         if window > 1:
-            mistakes["one_too_few"] = sliding_window_mask(num_tokens, window - 1)
+            mistakes["window_one_too_few"] = sliding_window_mask(num_tokens, window - 1)
         expect_close(
             call_pure(func, num_tokens, window),
             want,
             f"sliding_window_mask({num_tokens}, {window})",
             mistakes,
-            {
-                "one_too_many": "off by one: each query sees `window` keys, itself included, "
-                "so hide the keys `window` or more positions back (i - j >= window).",
-                "one_too_few": "off by one: each query sees itself AND the window - 1 keys "
-                "before it; you hide one key too many.",
-                "not_causal": "the future is visible: a sliding window is still causal, so "
-                "hide the keys after the query (j > i) too, as causal_mask does.",
-                "inverted": "mask inverted: True means HIDDEN in this course.",
-            },
         )
     return "each query sees itself and the window - 1 tokens before it, never the future."
 
 
 @register("repeat_kv", NOTEBOOK, time_limit=5.0)
-def check_repeat_kv(func: object) -> str:
+def check_repeat_kv(func: Callable[..., object]) -> str:
     """``func(x, group_size)``: (b, kv_heads, n, head_dim) -> (b, kv_heads * group_size, ...)."""
     for i, (shape, group_size) in enumerate(
         [((2, 3, 5, 4), 2), ((1, 1, 3, 2), 4), ((1, 2, 1, 3), 1), ((2, 4, 3, 2), 3)]
@@ -61,18 +54,13 @@ def check_repeat_kv(func: object) -> str:
             call_pure(func, x, group_size),
             repeat_kv(x, group_size),
             f"repeat_kv(x of shape {shape}, group_size={group_size})",
-            {"tiled": x.repeat(1, group_size, 1, 1)},
-            {
-                "tiled": "the copies of one key/value head must sit next to each other (query "
-                "head h reads key/value head h // group_size); x.repeat tiles the whole set of "
-                "heads instead. Use x.repeat_interleave(group_size, dim=1)."
-            },
+            {"repeat_kv_tiled": x.repeat(1, group_size, 1, 1)},
         )
     return "every key/value head is repeated for the query heads of its group."
 
 
 @register("kv_cache_bytes", NOTEBOOK, time_limit=5.0)
-def check_kv_cache_bytes(func: object) -> str:
+def check_kv_cache_bytes(func: Callable[..., object]) -> str:
     """``func(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, bytes_per_element)``."""
     # The first set tells the mistakes apart: bytes 4, batch 5, layers 12 and the factor 2.
     for args in ((12, 4, 64, 100, 5, 4), (32, 8, 128, 1000, 3, 2), (1, 1, 1, 1, 1, 1)):
@@ -95,7 +83,11 @@ def check_kv_cache_bytes(func: object) -> str:
 
 @torch.no_grad()
 def _cached_step_with(
-    mistake: str, att: torch.nn.Module, x: torch.Tensor, cache: KVCache, layer: int
+    mistake: str,
+    att: MultiHeadAttention | GroupedQueryAttention,
+    x: torch.Tensor,
+    cache: KVCache,
+    layer: int,
 ) -> torch.Tensor:
     """The output of one cached step with ``mistake`` built in (``cache`` is not changed)."""
     start, num_new = cache.num_cached(layer), x.shape[1]
@@ -103,14 +95,17 @@ def _cached_step_with(
     queries = split_heads(att.W_query(x), att.num_heads)  # (b, num_heads, num_new, head_dim)
     keys = split_heads(att.W_key(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
     values = split_heads(att.W_value(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
-    if mistake == "new_keys_only":
+    mask: torch.Tensor | None
+    if mistake == "cache_new_keys_only":
         mask = att.mask[start : start + num_new, start : start + num_new]
     else:
-        if start:
-            keys = torch.cat([cache.keys[layer], keys], dim=2)  # (b, kv, start + num_new, hd)
-            values = torch.cat([cache.values[layer], values], dim=2)
-        rows = slice(0, num_new) if mistake == "stale_offset" else slice(start, start + num_new)
-        mask = None if mistake == "no_mask" else att.mask[rows, : start + num_new]
+        cached_keys, cached_values = cache.keys[layer], cache.values[layer]
+        if cached_keys is not None and cached_values is not None:
+            keys = torch.cat([cached_keys, keys], dim=2)  # (b, kv, start + num_new, hd)
+            values = torch.cat([cached_values, values], dim=2)
+        stale = mistake == "cache_stale_offset"
+        rows = slice(0, num_new) if stale else slice(start, start + num_new)
+        mask = None if mistake == "cache_no_mask" else att.mask[rows, : start + num_new]
     group_size = att.num_heads // num_kv_heads
     context_vec, _ = scaled_dot_product_attention(
         queries, repeat_kv(keys, group_size), repeat_kv(values, group_size), mask
@@ -119,7 +114,7 @@ def _cached_step_with(
 
 
 @register("attend_cached", NOTEBOOK, time_limit=10.0)
-def check_attend_cached(func: object) -> str:
+def check_attend_cached(func: Callable[..., object]) -> str:
     """``func(att, x, cache, layer)``: the new tokens' attention over cached + new tokens."""
     layer = 1  # the cache has 2 layers: the learner must use the one asked for
     for config, make in (
@@ -143,26 +138,12 @@ def check_attend_cached(func: object) -> str:
             )
             mistakes = {
                 name: _cached_step_with(name, att, x, ref, layer)
-                for name in ("stale_offset", "no_mask", "new_keys_only")
+                for name in ("cache_stale_offset", "cache_no_mask", "cache_new_keys_only")
             }
             with torch.no_grad():
                 want = attend_cached(att, x, ref, layer)
             got = call_pure(func, att, x, mine, layer)  # fills ``mine``, wherever func runs
-            expect_close(
-                got,
-                want,
-                f"the output {what}",
-                mistakes,
-                {
-                    "stale_offset": "stale position offset: the new queries sit at positions "
-                    "start .. start + num_new - 1, with start = cache.num_cached(layer) read "
-                    "BEFORE the update; use those rows of att.mask, not rows 0 .. num_new - 1.",
-                    "no_mask": "no causal mask: with several new tokens, each may only see "
-                    "the cached tokens and the new ones up to itself.",
-                    "new_keys_only": "the new queries only see the new keys: attend to ALL "
-                    "the keys and values cache.update returns (cached + new).",
-                },
-            )
+            expect_close(got, want, f"the output {what}", mistakes)
             _expect_cache(mine, ref, layer, what)
     return "one cached step gives the module's outputs and extends the cache of its layer."
 
@@ -173,7 +154,8 @@ def _expect_cache(mine: object, ref: KVCache, layer: int, what: str) -> None:
         raise CheckFailed(
             f"{what}: the keys went into the wrong layer: use cache.update(layer, ...)."
         )
-    got, want = mine.keys[layer], ref.keys[layer]
+    got, want, want_values = mine.keys[layer], ref.keys[layer], ref.values[layer]
+    assert want is not None and want_values is not None  # the reference step filled them
     if got is None:
         raise CheckFailed(f"{what}: the cache is empty: call cache.update(layer, keys, values).")
     if got.shape != want.shape:
@@ -187,7 +169,7 @@ def _expect_cache(mine: object, ref: KVCache, layer: int, what: str) -> None:
             f"{what}: the cached keys have shape {tuple(got.shape)}, expected "
             f"{tuple(want.shape)}.{hint}"
         )
-    if not (close(got, want) and close(mine.values[layer], ref.values[layer])):
+    if not (close(got, want) and close(mine.values[layer], want_values)):
         raise CheckFailed(
             f"{what}: the cached keys or values are wrong: append the new keys (W_key) and "
             "values (W_value), split into heads, before attending."

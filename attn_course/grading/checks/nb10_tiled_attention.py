@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
 from ...tiled import attention_tile, online_softmax_update, tiled_attention
 from ..expect import call_pure, call_pure_reply, expect_close, randn
+from ..hints import HINTS
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "10_tiled_attention"
@@ -15,26 +18,19 @@ NOTEBOOK = "10_tiled_attention"
 def _softmax_step_with(mistake: str, m: float, s: float, block: np.ndarray) -> tuple:
     """``online_softmax_update`` with ``mistake`` built in."""
     m_new = max(m, float(np.max(block)))
-    if mistake == "no_rescale":
+    if mistake == "online_no_rescale":
         return m_new, s + float(np.sum(np.exp(block - m_new)))
-    if mistake == "rescale_inverted":
+    if mistake == "online_rescale_inverted":
         with np.errstate(invalid="ignore", over="ignore"):  # 0 * exp(inf) at the first block
             return m_new, s * np.exp(m_new - m) + float(np.sum(np.exp(block - m_new)))
-    return m_new, s * np.exp(m - m_new) + float(np.sum(np.exp(block - m)))  # "old_max"
+    return m_new, s * np.exp(m - m_new) + float(np.sum(np.exp(block - m)))  # "online_old_max"
 
 
-SOFTMAX_HINTS = {
-    "no_rescale": "forgot to rescale the running sum: when the max grows from m to m_new, "
-    "every term already in s was computed against the old max; multiply s by "
-    "exp(m - m_new) before adding the new terms.",
-    "rescale_inverted": "the rescale factor is upside down: it is exp(m - m_new) (at most 1), "
-    "not exp(m_new - m).",
-    "old_max": "the new terms must be exp(block - m_new), relative to the NEW max.",
-}
+SOFTMAX_MISTAKES = ("online_no_rescale", "online_rescale_inverted", "online_old_max")
 
 
 @register("online_softmax_update", NOTEBOOK, time_limit=5.0)
-def check_online_softmax_update(func: object) -> str:
+def check_online_softmax_update(func: Callable[..., object]) -> str:
     """``func(m, s, block)`` -> the new (m, s), streamed over rows whose max grows late."""
     rng = np.random.default_rng(330)
     rows = [
@@ -45,7 +41,7 @@ def check_online_softmax_update(func: object) -> str:
     for row in rows:
         for block_size in (1, 3):
             m, s = -np.inf, 0.0
-            mistakes = dict.fromkeys(SOFTMAX_HINTS, (-np.inf, 0.0))
+            mistakes = dict.fromkeys(SOFTMAX_MISTAKES, (-np.inf, 0.0))
             for start in range(0, row.size, block_size):
                 block = row[start : start + block_size]
                 what = f"after streaming {np.round(row[: start + block.size], 3).tolist()}"
@@ -64,7 +60,7 @@ def check_online_softmax_update(func: object) -> str:
                 if not np.isclose(float(got[1]), s, rtol=1e-9):
                     for name, (_, wrong_s) in mistakes.items():
                         if np.isclose(float(got[1]), wrong_s, rtol=1e-9):
-                            raise CheckFailed(f"{what}: {SOFTMAX_HINTS[name]}")
+                            raise CheckFailed(f"{what}: {HINTS[name]}")
                     raise CheckFailed(f"{what}: s = {float(got[1]):.4f}, expected {s:.4f}.")
     return "the running max and sum equal the two-pass ones after every block."
 
@@ -72,26 +68,21 @@ def check_online_softmax_update(func: object) -> str:
 def _tile_with(mistake: str, q, k, v, m, s, acc, mask=None) -> tuple:
     """``attention_tile`` with ``mistake`` built in."""
     scores = q @ k.transpose(-2, -1)  # (..., block_q, block_k)
-    if mask is not None and mistake != "mask_ignored":
+    if mask is not None and mistake != "tile_mask_ignored":
         scores = scores.masked_fill(mask, -torch.inf)
     m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
     p = torch.exp(scores - m_new)
     rescale = torch.exp(m - m_new)
-    s_new = (s if mistake == "sum_not_rescaled" else s * rescale) + p.sum(dim=-1, keepdim=True)
-    acc_new = (acc if mistake == "acc_not_rescaled" else acc * rescale) + p @ v
+    s_new = (s if mistake == "tile_sum_not_rescaled" else s * rescale) + p.sum(dim=-1, keepdim=True)
+    acc_new = (acc if mistake == "tile_acc_not_rescaled" else acc * rescale) + p @ v
     return m_new, s_new, acc_new
 
 
-TILE_HINTS = {
-    "sum_not_rescaled": "forgot to rescale the running sum s by exp(m - m_new) when the max grows.",
-    "acc_not_rescaled": "forgot to rescale acc: the weighted sum of values so far was computed "
-    "against the old max too; multiply it by exp(m - m_new), like s.",
-    "mask_ignored": "the mask is not applied: fill the hidden scores with -inf before exp.",
-}
+TILE_MISTAKES = ("tile_sum_not_rescaled", "tile_acc_not_rescaled", "tile_mask_ignored")
 
 
 @register("attention_tile", NOTEBOOK, time_limit=5.0)
-def check_attention_tile(func: object) -> str:
+def check_attention_tile(func: Callable[..., object]) -> str:
     """``func(queries, keys, values, m, s, acc, mask=None)`` -> the updated (m, s, acc)."""
     for i, (lead, block_q, block_k, head_dim, d_v, masked) in enumerate(
         [((2, 3), 4, 5, 8, 6, False), ((1,), 3, 3, 4, 4, True), ((2,), 5, 2, 8, 3, False)]
@@ -109,7 +100,7 @@ def check_attention_tile(func: object) -> str:
         got = call_pure(func, q, k1, v1, *state, mask)
         if not (isinstance(got, tuple | list) and len(got) == 3):
             raise CheckFailed("return the triple (m_new, s_new, acc_new).")
-        variants = {name: _tile_with(name, q, k1, v1, *state, mask) for name in TILE_HINTS}
+        variants = {name: _tile_with(name, q, k1, v1, *state, mask) for name in TILE_MISTAKES}
         what = f"the second tile for queries {tuple(q.shape)} and keys {tuple(k1.shape)}" + (
             " with a mask" if masked else ""
         )
@@ -119,7 +110,6 @@ def check_attention_tile(func: object) -> str:
                 want[index],
                 f"{name} of {what}",
                 {mistake: variant[index] for mistake, variant in variants.items()},
-                TILE_HINTS,
             )
     return "one tile updates the running max, sum and weighted sum of values correctly."
 
@@ -134,12 +124,14 @@ def _tiled_with(mistake: str, q, k, v, causal: bool, block_size: int) -> torch.T
         m = torch.full((*q.shape[:-2], q_end - q_start, 1), -torch.inf)
         s, acc = torch.zeros(m.shape), torch.zeros(*m.shape[:-1], v.shape[-1])
         k_stop = min(q_end, num_keys)
-        if mistake == "diagonal_skipped":
+        if mistake == "tiled_diagonal_skipped":
             k_stop = min(q_start, num_keys)
         for k_start in range(0, k_stop, block_size):
             k_end = min(k_start + block_size, num_keys)
-            mask = torch.arange(k_start, k_end)[None, :] > torch.arange(q_start, q_end)[:, None]
-            if mistake == "diagonal_unmasked":
+            mask: torch.Tensor | None = (
+                torch.arange(k_start, k_end)[None, :] > torch.arange(q_start, q_end)[:, None]
+            )
+            if mistake == "tiled_diagonal_unmasked":
                 mask = None
             kb, vb = k[..., k_start:k_end, :], v[..., k_start:k_end, :]
             m, s, acc = attention_tile(q[..., q_start:q_end, :], kb, vb, m, s, acc, mask)
@@ -148,7 +140,7 @@ def _tiled_with(mistake: str, q, k, v, causal: bool, block_size: int) -> torch.T
 
 
 @register("tiled_attention", NOTEBOOK, time_limit=15.0)
-def check_tiled_attention(func: object) -> str:
+def check_tiled_attention(func: Callable[..., object]) -> str:
     """``func(queries, keys, values, causal, block_size)`` without an (nq, nk) tensor."""
     shapes = [  # (lead dims, num_queries, num_keys, head_dim, d_v, block_size)
         ((2, 2), 16, 16, 8, 8, 4),
@@ -172,21 +164,9 @@ def check_tiled_attention(func: object) -> str:
             if causal:
                 mistakes = {
                     name: _tiled_with(name, q, k, v, causal, block_size)
-                    for name in ("diagonal_skipped", "diagonal_unmasked")
+                    for name in ("tiled_diagonal_skipped", "tiled_diagonal_unmasked")
                 }
-            expect_close(
-                got,
-                want,
-                what,
-                mistakes,
-                {
-                    "diagonal_skipped": "a causal block skipped wrongly: the key block on the "
-                    "diagonal (same positions as the query block) holds each query's own key "
-                    "and the ones just before it; visit key blocks up to the query block's END.",
-                    "diagonal_unmasked": "the diagonal tile is not masked: inside it, keys "
-                    "after a query are the future; mask them (key position > query position).",
-                },
-            )
+            expect_close(got, want, what, mistakes)
             if largest >= q[..., 0].numel() * nk and nq * nk > block_size**2:
                 raise CheckFailed(
                     f"{what}: right values, but an operator built a tensor with "

@@ -8,8 +8,6 @@ and can reuse the keys and values of earlier tokens from a ``KVCache``.
 
 from __future__ import annotations
 
-from typing import cast
-
 import torch
 from torch import nn
 
@@ -122,7 +120,7 @@ class GPTModel(nn.Module):
         positions = torch.arange(start, start + num_new)  # continue after the cached tokens
         x = self.drop_emb(self.tok_emb(idx) + self.pos_emb(positions))  # (b, num_new, d_model)
         for layer, block in enumerate(self.trf_blocks):
-            block = cast(TransformerBlock, block)  # nn.ModuleList forgets the type
+            assert isinstance(block, TransformerBlock)  # (nn.ModuleList yields Modules)
             if cache is None:
                 x = block(x)
             else:  # TransformerBlock.forward with the attention reading the cache

@@ -21,6 +21,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 import attn_course
 from attn_course.grading import STATUSES, checks_for
 
+pytestmark = pytest.mark.slow  # grades notebooks in kernels
+
 CELL_TIMEOUT = 10  # seconds; the real checks of notebook 01 have 5 s time limits
 IMPORTS = "import torch\nfrom attn_course.grading import check"
 

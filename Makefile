@@ -20,7 +20,7 @@ PYTEST_ARGS ?= -n 2 --dist loadfile --nbval --nbval-current-env \
 
 comma := ,
 
-.PHONY: help lab test lint chromium notebooks exercises bench clean python supported-pythons
+.PHONY: help lab test test-fast lint chromium notebooks exercises bench clean python supported-pythons
 .DEFAULT_GOAL := help
 
 ## help: list these targets
@@ -42,6 +42,10 @@ lab: $(READY)
 ## test: set up and run every test
 test: $(READY) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
+test-fast: $(READY)
+	$(BIN)/python -m pytest -q -m "not slow and not browser" tests
 
 ## lint: ruff's lint and format checks and mypy's type check (make test runs them too)
 lint: $(READY)

@@ -8,7 +8,7 @@ import sys
 COMMANDS = {
     "lab": ("attn_course.lab", "open JupyterLab on the course"),
     "grade": ("attn_course.grading.cli", "grade exercise notebooks and print a score table"),
-    "execute": ("attn_course.notebooks", "re-execute notebooks in place (regenerates outputs)"),
+    "execute": ("attn_course.execute", "re-execute notebooks in place (regenerates outputs)"),
     "make-exercises": ("attn_course.grading.exercises", "regenerate exercises/ from solutions/"),
     "sync-copies": ("attn_course.copies", "regenerate the notebooks' copies of package code"),
     "train": ("attn_course.training", "train the tiny transformer on a task (lecture 08)"),

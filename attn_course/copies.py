@@ -17,10 +17,9 @@ from pathlib import Path
 
 import nbformat
 
-from .notebooks import notebook_paths
+from .execute import notebook_paths
+from .protocol import COPY_OF, PACKAGE_COPY, has_tag
 
-TAG = "package-copy"
-KEY = "copy_of"
 DEFAULT_PATHS = ["notebooks"]
 
 
@@ -34,7 +33,7 @@ def copy_source(qualified_name: str) -> str:
     module_name, _, name = qualified_name.rpartition(".")
     obj = getattr(importlib.import_module(module_name), name, None)
     if obj is None or getattr(obj, "__module__", None) != module_name:
-        raise ValueError(f"{KEY}={qualified_name!r} names nothing defined in {module_name}.")
+        raise ValueError(f"{COPY_OF}={qualified_name!r} names nothing defined in {module_name}.")
     return provenance(qualified_name) + "\n" + inspect.getsource(obj).rstrip() + "\n"
 
 
@@ -42,11 +41,12 @@ def copy_cells(notebook: nbformat.NotebookNode, path: Path) -> list[nbformat.Not
     """The copy cells of ``notebook``; the tag without a source (or the reverse) is an error."""
     cells = []
     for index, cell in enumerate(notebook.cells):
-        tagged, named = TAG in cell.metadata.get("tags", []), KEY in cell.metadata
+        tagged, named = has_tag(cell.metadata, PACKAGE_COPY), COPY_OF in cell.metadata
         if tagged != named:
             raise ValueError(
-                f"{path}, cell {index}: a {TAG!r} cell needs metadata {KEY!r} naming its source "
-                f"(e.g. attn_course.attention.MultiHeadAttention), and only such cells have one."
+                f"{path}, cell {index}: a {PACKAGE_COPY!r} cell needs metadata {COPY_OF!r} naming "
+                f"its source (e.g. attn_course.attention.MultiHeadAttention), and only such cells "
+                "have one."
             )
         if tagged:
             cells.append(cell)
@@ -58,9 +58,9 @@ def sync(path: Path, check: bool) -> list[str]:
     notebook = nbformat.read(path, as_version=4)
     stale = []
     for cell in copy_cells(notebook, path):
-        source = copy_source(cell.metadata[KEY])
+        source = copy_source(cell.metadata[COPY_OF])
         if cell.source.rstrip() != source.rstrip():
-            stale.append(cell.metadata[KEY])
+            stale.append(cell.metadata[COPY_OF])
             cell.source = source.rstrip()
     if stale and not check:
         nbformat.write(notebook, path)

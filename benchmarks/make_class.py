@@ -20,6 +20,8 @@ import shutil
 import zipfile
 from pathlib import Path
 
+from attn_course.protocol import BEGIN_SOLUTION, END_SOLUTION, SOLUTION_ONLY, has_tag
+
 ROOT = Path(__file__).resolve().parents[1]
 MISTAKES = [  # (pattern, replacement): classic mistakes as edits of the solution source
     (r"\*\* 0\.5", "** 1.0"),  # no sqrt in the scaling
@@ -35,15 +37,13 @@ MISTAKES = [  # (pattern, replacement): classic mistakes as edits of the solutio
     (r"x \+ ", ""),  # residual forgotten
 ]
 _REGION = re.compile(
-    r"^([ \t]*)# BEGIN SOLUTION(?::[^\n]*)?\n(.*?)^[ \t]*# END SOLUTION[ \t]*\n?", re.S | re.M
+    rf"^([ \t]*){BEGIN_SOLUTION}(?::[^\n]*)?\n(.*?)^[ \t]*{END_SOLUTION}[ \t]*\n?", re.S | re.M
 )
 
 
 def _answer_cells(solution: dict) -> list[dict]:
     """The solution's cells that the exercise keeps (solution-only cells are dropped)."""
-    return [
-        c for c in solution["cells"] if "solution-only" not in c.get("metadata", {}).get("tags", [])
-    ]
+    return [c for c in solution["cells"] if not has_tag(c.get("metadata", {}), SOLUTION_ONLY)]
 
 
 def _solved(source: str) -> str:
@@ -70,7 +70,7 @@ def student_notebook(stem: str, rng: random.Random) -> dict:
     notebook = copy.deepcopy(exercise)
     for cell, solved in zip(notebook["cells"], _answer_cells(solution), strict=True):
         source = "".join(solved["source"])
-        if cell["cell_type"] != "code" or "# BEGIN SOLUTION" not in source:
+        if cell["cell_type"] != "code" or BEGIN_SOLUTION not in source:
             continue
         roll = rng.random()
         if roll < 0.10:

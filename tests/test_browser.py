@@ -35,13 +35,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import ROOT
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import sync_playwright
 
 from attn_course.data import EXAMPLES, example
 
-ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's; `make test` installs it (`make chromium`)
 CHROMIUM_ARGS = [
@@ -78,11 +78,14 @@ MIN_NUMBER_PX = 10  # the numbers in the cells as rendered
 
 _timings: dict[str, float] = {}
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason=f"{CHROMIUM} is missing; `make test` installs Debian's chromium where it runs as root "
-    "with apt-get, elsewhere the browser test is skipped",
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason=f"{CHROMIUM} is missing; `make test` installs Debian's chromium where it runs as "
+        "root with apt-get, elsewhere the browser test is skipped",
+    ),
+]
 
 
 # --- processes ------------------------------------------------------------------------

@@ -150,6 +150,7 @@ def test_numpy_hints_use_numpy_words(wrong):
     assert not any(word in hint for word in NOT_IN_NUMPY_HINTS), hint
 
 
+@pytest.mark.slow  # every check once more (test_reference_passes runs them too)
 def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
     """Run every check on its reference answer, recording the mistakes it compares against."""
     import importlib

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import nbformat
 import pytest
+from conftest import ROOT
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from attn_course.grading.exercises import main, make_exercise, stale_exercises, strip_solutions
 
-ROOT = Path(__file__).resolve().parents[1]
 STUB = 'raise NotImplementedError("your code here")'
 
 

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-import attn_course
+pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
-ROOT = Path(attn_course.__file__).parents[1]
 EXERCISE = ROOT / "exercises" / "01_causal_attention.ipynb"
 SOLUTION = ROOT / "solutions" / "01_causal_attention.ipynb"
 

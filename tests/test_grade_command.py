@@ -16,10 +16,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import ROOT
 from nbformat.v4 import new_code_cell, new_notebook
 
-import attn_course
 from attn_course.grading import STATUSES, checks_for
+
+pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
 CELL_TIMEOUT = 10  # seconds; the real checks of notebook 01 have 5 s time limits
 IMPORTS = "import torch\nfrom attn_course.grading import check"
@@ -101,7 +103,7 @@ def grade(*args: object, cwd: Path) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(Path(attn_course.__file__).parents[1])},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=600,
     )
 

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-import attn_course
 from attn_course.grading.registry import load_checks
 
-ROOT = Path(attn_course.__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # grades every solution and exercise in kernels
 
 
 def grade_folder(folder: str, tmp_path: Path, *options: str) -> tuple[int, dict]:

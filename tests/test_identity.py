@@ -7,13 +7,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import ROOT
 from nbformat.v4 import new_code_cell, new_notebook
 
 from attn_course.grading.exercises import make_exercise
 from attn_course.grading.registry import checks_for
 from attn_course.grading.runner import Notebook, notebook_id, read_notebook
 
-EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
+EXERCISES = ROOT / "exercises"
 
 
 @pytest.mark.parametrize("path", sorted(EXERCISES.glob("*.ipynb")), ids=lambda p: p.stem)

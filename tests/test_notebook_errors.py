@@ -3,21 +3,20 @@ even when it does not raise, so the stored outputs and the claims behind them ar
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import nbformat
 import pytest
 import torch
+from conftest import ROOT
 from torch import nn
 
 from attn_course.attention import MultiHeadAttention
+from attn_course.protocol import RAISES_EXCEPTION, has_tag
 
-ROOT = Path(__file__).resolve().parent.parent
 TAGGED = [
     (path, index, cell)
     for path in sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("solutions/*.ipynb")])
     for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
-    if "raises-exception" in cell.metadata.get("tags", [])
+    if has_tag(cell.metadata, RAISES_EXCEPTION)
 ]
 
 

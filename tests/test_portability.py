@@ -21,8 +21,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # re-executes every notebook under nbval
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
     (ROOT / "solutions").glob("*.ipynb")
 )

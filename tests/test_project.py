@@ -11,8 +11,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 # The environment of a plain `make`, even when this suite runs under `make PYTHON=... test`.
 NO_PYTHON = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "MAKEFLAGS", "MFLAGS")}
 TEST_RUNNER = re.compile(r"\b(make|pytest|python[\d.]*|nbval|tox|nox|ruff)\b")
@@ -61,6 +61,7 @@ def test_ci_runs_the_readme_test_command_then_the_same_under_other_pythons():
     assert again[1:] == [f'{readme_test_command} PYTHON="$python" VENV="$venvs/venv-$version"']
 
 
+@pytest.mark.slow  # runs make, which probes every installed Python
 def test_make_finds_only_supported_pythons():
     def found(versions: str) -> str:
         command = ["make", "-s", "python", f"SUPPORTED_PYTHONS={versions}"]

@@ -10,12 +10,11 @@ as the prose rounds it, differs from the stated figure.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WINDOW = 3
 
 # (notebook, phrase in the prose, figure the prose states, decimals it is rounded to,

@@ -15,12 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
+from make_class import make_class
 
-import attn_course
-
-ROOT = Path(attn_course.__file__).parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from make_class import make_class  # noqa: E402
+pytestmark = pytest.mark.slow  # grades a class in kernels
 
 STEM = "04_stepwise_reshape"
 

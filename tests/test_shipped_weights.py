@@ -29,20 +29,24 @@ def test_files_hold_only_tensors_and_plain_values():
         assert all(isinstance(v, torch.Tensor) for v in saved["state_dict"].values())
 
 
+@pytest.mark.slow  # evaluates trained models on held-out batches
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_each_model_solves_its_task(name):
     assert evaluate(pretrained(name), TASKS[name]) >= 0.99
 
 
+@pytest.mark.slow  # evaluates trained models on held-out batches
 def test_colliding_filler_costs_accuracy():
     clean = evaluate(pretrained("induction"), TASKS["induction"])
     assert evaluate(pretrained("induction-colliding"), TASKS["induction-colliding"]) < clean
 
 
+@pytest.mark.slow  # evaluates trained models on held-out batches
 def test_fixed_offset_model_took_the_positional_shortcut():
     assert evaluate(pretrained("induction-fixed"), TASKS["induction"]) < 0.5
 
 
+@pytest.mark.slow  # evaluates trained models on held-out batches
 def test_induction_model_has_its_circuit():
     """A previous-token head in layer 0, induction heads in layer 1, and ablating the
     previous-token head breaks the task."""

@@ -5,33 +5,26 @@ exercises' sync test, this fails when a copy is stale."""
 from __future__ import annotations
 
 import inspect
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import ROOT
 
 from attn_course import copies, numpy_attention
+from attn_course.protocol import COPY_OF, PACKAGE_COPY
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_no_teaching_copy_is_stale():
-    result = subprocess.run(
-        [sys.executable, "-m", "attn_course", "sync-copies", "--check"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_no_teaching_copy_is_stale(capsys):
+    assert copies.main(["--check", str(ROOT / "notebooks")]) == 0, capsys.readouterr().out
 
 
 def test_the_lecture_notebooks_show_their_classes():
     # The check above must have something to check: the lectures that teach a package class.
     shown = {
-        cell.metadata[copies.KEY]
+        cell.metadata[COPY_OF]
         for path in NOTEBOOKS
         for cell in copies.copy_cells(nbformat.read(path, as_version=4), path)
     }
@@ -56,7 +49,7 @@ def _notebook(tmp_path: Path, source: str, metadata: dict) -> Path:
 def test_a_drifted_copy_is_caught_and_regenerated(tmp_path):
     name = "attn_course.numpy_attention.softmax"
     drifted = inspect.getsource(numpy_attention.softmax).replace("axis=axis", "axis=0", 1)
-    path = _notebook(tmp_path, drifted, {"tags": [copies.TAG], copies.KEY: name})
+    path = _notebook(tmp_path, drifted, {"tags": [PACKAGE_COPY], COPY_OF: name})
     assert copies.main(["--check", str(path)]) == 1
     assert nbformat.read(path, as_version=4).cells[0].source == drifted  # --check changes nothing
     assert copies.main([str(path)]) == 0
@@ -68,9 +61,9 @@ def test_a_drifted_copy_is_caught_and_regenerated(tmp_path):
 @pytest.mark.parametrize(
     "metadata, message",
     [
-        ({"tags": [copies.TAG]}, "needs metadata 'copy_of'"),
-        ({copies.KEY: "attn_course.attention.CausalAttention"}, "needs metadata 'copy_of'"),
-        ({"tags": [copies.TAG], copies.KEY: "attn_course.attention.Nope"}, "names nothing"),
+        ({"tags": [PACKAGE_COPY]}, "needs metadata 'copy_of'"),
+        ({COPY_OF: "attn_course.attention.CausalAttention"}, "needs metadata 'copy_of'"),
+        ({"tags": [PACKAGE_COPY], COPY_OF: "attn_course.attention.Nope"}, "names nothing"),
     ],
 )
 def test_a_copy_cell_must_name_a_real_source(tmp_path, metadata, message):

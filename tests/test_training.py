@@ -6,7 +6,6 @@ import io
 
 import pytest
 import torch
-from test_training_slow import one_thread  # noqa: F401  (autouse: one torch thread)
 
 from attn_course.__main__ import COMMANDS, main
 from attn_course.tasks import TASKS

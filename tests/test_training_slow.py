@@ -16,14 +16,7 @@ from attn_course.head_scores import head_scores
 from attn_course.tasks import TASKS
 from attn_course.training import evaluate, train
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One thread per test process: the suite runs two processes on two cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.slow  # trains models from scratch
 
 
 def test_induction_from_scratch_reaches_99_percent_with_an_induction_circuit():

@@ -5,10 +5,6 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest

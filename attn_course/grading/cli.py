@@ -17,16 +17,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..execute import notebook_paths
 from .kernels import CELL_TIMEOUT, KernelPool
 from .result import NotebookReport
-
-
-def notebook_paths(paths: list[str]) -> list[Path]:
-    """The .ipynb files named by ``paths`` (folders are searched, non-recursively), sorted."""
-    found: list[Path] = []
-    for path in map(Path, paths):
-        found.extend(sorted(path.glob("*.ipynb")) if path.is_dir() else [path])
-    return found
 
 
 def _progress(total: int):

@@ -24,15 +24,23 @@ from pathlib import Path
 
 import nbformat
 
+from ..protocol import (
+    BEGIN_SOLUTION,
+    CHECK_CALL,
+    CHECK_ID,
+    END_SOLUTION,
+    METADATA_KEY,
+    NOTEBOOK_ID,
+    SOLUTION_ONLY,
+    STUB,
+    has_tag,
+)
+
 __all__ = ["STUB", "strip_solutions", "make_exercise", "exercise_text", "stale_exercises"]
 
-STUB = 'raise NotImplementedError("your code here")'
-SOLUTION_ONLY_TAG = "solution-only"
-_BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?::(?P<stub>.*))?[ \t]*$")
-_END = re.compile(r"^[ \t]*# END SOLUTION[ \t]*$")
+_BEGIN = re.compile(rf"^(?P<indent>[ \t]*){BEGIN_SOLUTION}(?::(?P<stub>.*))?[ \t]*$")
+_END = re.compile(rf"^[ \t]*{END_SOLUTION}[ \t]*$")
 _ANY_MARKER = re.compile(r"(BEGIN|END) SOLUTION")
-_CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([A-Za-z0-9_]+)["']""")
-METADATA_KEY = "attn_course"
 
 
 def strip_solutions(source: str) -> str:
@@ -82,12 +90,10 @@ def make_exercise(
     """
     exercise = copy.deepcopy(solution)
     if notebook_id:
-        exercise.metadata[METADATA_KEY] = {"notebook": notebook_id}
+        exercise.metadata[METADATA_KEY] = {NOTEBOOK_ID: notebook_id}
     checked: dict[str, int] = {}
     exercise.cells = [
-        cell
-        for cell in exercise.cells
-        if SOLUTION_ONLY_TAG not in cell.get("metadata", {}).get("tags", [])
+        cell for cell in exercise.cells if not has_tag(cell.get("metadata", {}), SOLUTION_ONLY)
     ]
     for index, cell in enumerate(exercise.cells):
         if cell.cell_type != "code":
@@ -98,7 +104,7 @@ def make_exercise(
             raise ValueError(f"code cell {index + 1}, {exc}") from None
         cell.outputs = []
         cell.execution_count = None
-        ids = _CHECK_CALL.findall(cell.source)
+        ids = CHECK_CALL.findall(cell.source)
         for check_id in ids:
             if check_id in checked:
                 raise ValueError(
@@ -107,7 +113,7 @@ def make_exercise(
                 )
             checked[check_id] = index
         if len(ids) == 1:
-            cell.metadata[METADATA_KEY] = {"check_id": ids[0]}
+            cell.metadata[METADATA_KEY] = {CHECK_ID: ids[0]}
     return exercise
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 
+from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY, NOTEBOOK_ID
 from .api import run_check
 from .expect import SALT
 from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool
@@ -56,7 +57,6 @@ MAX_KERNELS = 4  # kernels one notebook may use (the first plus replacements)
 # A check's registered time limit is for the learner's code; here every call also crosses
 # to the kernel and back, on a machine that grades several notebooks at once.
 OFFICIAL_TIME_FACTOR = 3.0
-METADATA_KEY = "attn_course"  # notebook metadata: {"notebook": id}; cell: {"check_id": id}
 _CELL_TIMEOUT_NAME = "CellTimeout"
 _STEM = re.compile(r"^\d\d_[A-Za-z0-9_]+?(?=$|[ (\-.]| copy)")
 
@@ -102,22 +102,21 @@ def notebook_id(notebook: Notebook, path: Path) -> str:
     ``03_weight_split_mha``.
     """
     stamped = notebook.metadata.get(METADATA_KEY, {})
-    if isinstance(stamped, dict) and isinstance(stamped.get("notebook"), str):
-        return stamped["notebook"]
+    if isinstance(stamped, dict) and isinstance(stamped.get(NOTEBOOK_ID), str):
+        return stamped[NOTEBOOK_ID]
     match = _STEM.match(path.stem)
     return match.group(0) if match else path.stem
 
 
 def _cells_calling(notebook: Notebook, check_id: str) -> list[int]:
     """Indices of the code cells that call check(``check_id``, ...) (metadata, else source)."""
-    call = re.compile(rf"""\bcheck\(\s*["']{re.escape(check_id)}["']""")
     return [
         i
         for i, cell in enumerate(notebook.cells)
         if cell.cell_type == "code"
         and (
-            cell.metadata.get(METADATA_KEY, {}).get("check_id") == check_id
-            or call.search(cell.source)
+            cell.metadata.get(METADATA_KEY, {}).get(CHECK_ID) == check_id
+            or check_id in CHECK_CALL.findall(cell.source)
         )
     ]
 

@@ -1,7 +1,8 @@
 """``python -m attn_course execute PATH...``: re-execute notebooks in place, headless.
 
-The only sanctioned way to change stored outputs. Cells tagged ``raises-exception`` may
-raise; any other error stops with the notebook's name and the failing cell.
+The only sanctioned way to change stored outputs. Cells tagged ``raises-exception`` (see
+``protocol``) may raise: nbclient honours that tag; any other error stops with the notebook's
+name and the failing cell.
 """
 
 from __future__ import annotations

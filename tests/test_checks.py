@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,7 +14,7 @@ from wrong_implementations import CORRECT, NOT_IN_NUMPY_HINTS, WRONG
 
 from attn_course import attention, blocks, foundations, generation, gqa, numpy_attention, tiled
 from attn_course.attention import merge_heads, split_heads
-from attn_course.grading import checks  # noqa: F401  (registers the checks)
+from attn_course.grading import checks, expect  # noqa: F401  (checks registers the checks)
 from attn_course.grading.registry import CHECKS, CheckFailed
 
 NOTEBOOKS = [
@@ -122,11 +125,55 @@ def test_no_check_belongs_to_an_unknown_notebook():
     assert {spec.notebook for spec in CHECKS.values()} <= set(NOTEBOOKS)
 
 
+class _WatchedLock:
+    """``expect.RNG_LOCK`` that records grader-side use of torch's global RNG outside it.
+
+    The grade command checks two notebooks at once in threads of one process: a
+    ``fork_rng`` or ``manual_seed`` in one thread, even one that restores the state after,
+    changes the dropout masks the other thread's reference draws under the lock (this made
+    CI fail a correct solution once). ``agent.py`` is exempt: it runs in the learner's kernel.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.lock, self.depth, self.misuse = expect.RNG_LOCK, 0, []
+        self.state = torch.get_rng_state()
+        for module, name in [(torch, "manual_seed"), (torch, "set_rng_state")]:
+            monkeypatch.setattr(module, name, self._watching(getattr(module, name)))
+        monkeypatch.setattr(torch.random, "set_rng_state", torch.set_rng_state)
+        monkeypatch.setattr(expect, "RNG_LOCK", self)
+
+    def _watching(self, func):
+        def watched(*args, **kwargs):
+            self._expect_held(f"torch.{func.__name__}")
+            return func(*args, **kwargs)
+
+        return watched
+
+    def _expect_held(self, what: str) -> None:
+        stack = traceback.extract_stack()[:-2]
+        if self.depth == 0 and not any(f.filename.endswith("agent.py") for f in stack):
+            where = next(f for f in reversed(stack) if "attn_course" in f.filename)
+            self.misuse.append(f"{what} at {Path(where.filename).name}:{where.lineno}")
+
+    def __enter__(self):
+        self.lock.acquire()
+        if self.depth == 0 and not torch.equal(torch.get_rng_state(), self.state):
+            self.misuse.append("the global RNG moved between two uses of the lock")
+        self.depth += 1
+
+    def __exit__(self, *exc_info):
+        self.depth -= 1
+        if self.depth == 0:
+            self.state = torch.get_rng_state()
+        self.lock.release()
+
+
 @pytest.mark.parametrize("check_id", sorted(REFERENCE))
-def test_reference_passes(check_id):
-    state = torch.random.get_rng_state()
+def test_reference_passes(check_id, monkeypatch):
+    watch = _WatchedLock(monkeypatch)
     assert verdict(check_id, REFERENCE[check_id]) == "passed"
-    assert torch.equal(torch.random.get_rng_state(), state), "the check moved the global RNG"
+    assert torch.equal(torch.get_rng_state(), watch.state), "the check moved the global RNG"
+    assert watch.misuse == [], "grader-side code used torch's global RNG without RNG_LOCK"
 
 
 @pytest.mark.parametrize("wrong", WRONG, ids=[w.name for w in WRONG])

@@ -288,3 +288,28 @@ def test_in_a_notebook_the_verdict_is_also_html_that_wraps_between_words(checks,
     assert data["text/plain"] == result.verdict
     assert "word-break: normal" in data["text/html"]
     assert html.unescape(re.sub("<[^>]+>", "", data["text/html"])) == result.verdict
+
+
+@pytest.mark.parametrize("failures, started", [(0, True), (1, True), (2, False)])
+def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures, started):
+    from attn_course.grading import kernels
+
+    attempts = []
+
+    class FlakyKernel:
+        def __init__(self):
+            attempts.append(1)
+            if len(attempts) <= failures:
+                raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(kernels, "Kernel", FlakyKernel)
+    pool = kernels.KernelPool(warm=1, needed=1)
+    try:
+        if started:
+            assert isinstance(pool.get(), FlakyKernel)
+        else:
+            with pytest.raises(RuntimeError, match="kernel_info"):
+                pool.get()
+    finally:
+        pool.close()
+    assert len(attempts) == min(failures + 1, kernels.START_ATTEMPTS)

@@ -20,6 +20,7 @@ __all__ = ["CELL_TIMEOUT", "OFFICIAL_ENV", "Kernel", "KernelLost", "KernelPool"]
 CELL_TIMEOUT = 60  # seconds a learner's cell may run (default of the grade command)
 OFFICIAL_ENV = "ATTN_COURSE_OFFICIAL"  # set in grading kernels: check() only hands answers over
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding attn_course/
+START_ATTEMPTS = 2  # a kernel start can fail on a loaded machine ("died before replying")
 INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it is killed
 
 
@@ -38,10 +39,14 @@ class Kernel:
         self.manager = KernelManager(kernel_name="python3")
         self.manager.start_kernel(extra_arguments=["--IPKernelApp.log_level=ERROR"], env=env)
         self.client = self.manager.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=120)
-        if preload:  # pays the import of torch before the learner's first cell
-            self.execute(preload, timeout=120, silent=True)
+        try:
+            self.client.start_channels()
+            self.client.wait_for_ready(timeout=120)
+            if preload:  # pays the import of torch before the learner's first cell
+                self.execute(preload, timeout=120, silent=True)
+        except BaseException:
+            self.shutdown()
+            raise
 
     def alive(self) -> bool:
         return self.manager.is_alive()
@@ -112,11 +117,14 @@ class KernelPool:
             self._to_start -= 1
         self._starter.submit(self._start_one)
 
-    def _start_one(self) -> None:
-        try:
-            self._ready.put(Kernel())
-        except Exception as exc:  # reported by get()
-            self._ready.put(exc)
+    def _start_one(self, attempts: int = START_ATTEMPTS) -> None:
+        for attempt in range(attempts):
+            try:
+                self._ready.put(Kernel())
+                return
+            except Exception as exc:  # reported by get() when the last attempt fails too
+                if attempt == attempts - 1:
+                    self._ready.put(exc)
 
     def get(self) -> Kernel:
         """A started kernel (waits for one); starts the next in the background."""

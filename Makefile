@@ -15,8 +15,10 @@ BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
 # Unit tests, grader tests and nbval over every lecture and solution notebook, one run.
+# PYTEST_EXTRA adds options (.ci/run: -m "not portability" under the other Pythons).
 PYTEST_ARGS ?= -n 2 --dist loadfile --nbval --nbval-current-env \
 	--nbval-sanitize-with nbval-sanitize.cfg tests notebooks solutions
+PYTEST_EXTRA ?=
 
 comma := ,
 
@@ -41,7 +43,7 @@ lab: $(READY)
 
 ## test: set up and run every test
 test: $(READY) chromium
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
 test-fast: $(READY)

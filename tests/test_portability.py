@@ -23,7 +23,9 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-pytestmark = pytest.mark.slow  # re-executes every notebook under nbval
+# Re-executes every notebook under nbval. .ci/run runs it under the first Python only: the
+# other Pythons' nbval pass already re-executes every notebook with another torch build.
+pytestmark = [pytest.mark.slow, pytest.mark.portability]
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
     (ROOT / "solutions").glob("*.ipynb")

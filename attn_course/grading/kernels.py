@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["CELL_TIMEOUT", "OFFICIAL_ENV", "Kernel", "KernelLost", "KernelPool"]
+__all__ = ["CELL_TIMEOUT", "OFFICIAL_ENV", "Kernel", "KernelLost", "KernelPool", "start_kernel"]
 
 CELL_TIMEOUT = 60  # seconds a learner's cell may run (default of the grade command)
 OFFICIAL_ENV = "ATTN_COURSE_OFFICIAL"  # set in grading kernels: check() only hands answers over
@@ -95,6 +95,16 @@ class Kernel:
             pass
 
 
+def start_kernel() -> Kernel:
+    """A fresh ``Kernel``; a failed start is tried again, up to START_ATTEMPTS in all."""
+    for _ in range(START_ATTEMPTS - 1):
+        try:
+            return Kernel()
+        except Exception:  # Kernel() shut the failed one down: start another
+            pass
+    return Kernel()
+
+
 class KernelPool:
     """Kernels started ahead of time, each used for ONE notebook (fresh per submission).
 
@@ -117,14 +127,11 @@ class KernelPool:
             self._to_start -= 1
         self._starter.submit(self._start_one)
 
-    def _start_one(self, attempts: int = START_ATTEMPTS) -> None:
-        for attempt in range(attempts):
-            try:
-                self._ready.put(Kernel())
-                return
-            except Exception as exc:  # reported by get() when the last attempt fails too
-                if attempt == attempts - 1:
-                    self._ready.put(exc)
+    def _start_one(self) -> None:
+        try:
+            self._ready.put(start_kernel())
+        except Exception as exc:  # reported by get()
+            self._ready.put(exc)
 
     def get(self) -> Kernel:
         """A started kernel (waits for one); starts the next in the background."""

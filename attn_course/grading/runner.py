@@ -38,7 +38,7 @@ import torch
 from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY, NOTEBOOK_ID
 from .api import run_check
 from .expect import SALT
-from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool
+from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
 from .registry import CHECKS, checks_for, load_checks
 from .remote import RemoteError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
@@ -144,7 +144,7 @@ class _Execution:
         if self.kernels >= MAX_KERNELS:
             return False
         self.kernels += 1
-        self._enter(Kernel())
+        self._enter(start_kernel())
         replay, self.ran = [i for i in self.ran if i not in self.skipped], []
         for i in replay:
             self._run_cell(i, record=False)

@@ -313,3 +313,21 @@ def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures
     finally:
         pool.close()
     assert len(attempts) == min(failures + 1, kernels.START_ATTEMPTS)
+
+
+def test_a_learner_error_reads_the_same_local_or_remote():
+    from attn_course.grading import agent
+    from attn_course.grading.expect import learner_error
+    from attn_course.grading.remote import RemoteError
+
+    def forward():
+        raise RuntimeError("The size of tensor a (4) must match the size of tensor b (6)")
+
+    try:
+        forward()
+    except RuntimeError as exc:
+        local, sent = learner_error(exc), agent._exception(exc)  # what the kernel sends back
+    remote = learner_error(RemoteError(sent["ename"], sent["message"], sent["not_implemented"]))
+    assert remote == local
+    assert local is not None and local.startswith("RuntimeError: The size of tensor a")
+    assert "(in forward, test_grading_engine.py line" in local

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from . import agent
+from .errors import caused_by, describe_error
 from .hints import HINTS
 from .registry import CheckFailed
 from .remote import RemoteError, is_remote
@@ -107,10 +108,11 @@ def invoke_many(func: object, args: tuple, options: list[dict]) -> Iterator[dict
 
 
 def learner_error(exc: BaseException) -> str | None:
-    """``"Kind: message"`` of an exception raised by the learner's code, local or remote."""
+    """``"Kind: message (in func, line N: source)"`` of an exception raised by the learner's
+    code, local or remote (the kernel's agent already described it the same way)."""
     if isinstance(exc, RemoteError):
-        return f"{exc.ename}: {exc.message}"
-    return None if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}"
+        return exc.message
+    return None if isinstance(exc, CheckFailed) else describe_error(exc)
 
 
 def _snapshot(value: object) -> object:
@@ -336,8 +338,6 @@ def _run_ref(ref: nn.Module, args: tuple, train: bool, seed: int | None) -> torc
 
 
 def _not_implemented(exc: BaseException) -> bool:
-    from .errors import caused_by
-
     return (isinstance(exc, RemoteError) and exc.not_implemented) or caused_by(
         exc, NotImplementedError
     )

@@ -50,7 +50,7 @@ class Tokenizer(Protocol):
 
 
 def words(text: str) -> list[str]:
-    """The lower-cased words of ``text`` (letters, with inner apostrophes: "o'er", "'tis" -> "tis")."""
+    """Lower-cased words of ``text``: letters, inner apostrophes kept ("o'er"; "'tis" -> "tis")."""
     return WORD.findall(text.lower())
 
 

@@ -16,6 +16,7 @@ import math
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -176,6 +177,7 @@ def train_lm(
     checkpoint: str | Path | None = None,
     resume: bool = False,
     device: str = "cpu",
+    on_eval: Callable[[int, GPTModel], None] | None = None,
 ) -> TrainResult:
     """Train a fresh ``GPTModel`` on the training plays (or continue from ``checkpoint``).
 
@@ -185,6 +187,7 @@ def train_lm(
         checkpoint: a file written every ``eval_every`` steps and at the end.
         resume: continue from ``checkpoint`` (its settings win over ``cfg``).
         device: "cpu", "cuda" or "mps".
+        on_eval: called as ``on_eval(step, model)`` after each evaluation (e.g. to sample).
 
     Returns:
         A ``TrainResult``: the model (eval mode, on the CPU), the curve, the seconds taken.
@@ -243,6 +246,10 @@ def train_lm(
             if progress is not None:
                 text = f"train {point[1]:.3f} held-out {point[2]:.3f} nats/char"
                 _bar(progress, done, cfg.steps, start, first, text)
+            if on_eval is not None:
+                model.eval()
+                on_eval(done, model)
+                model.train()
         elif progress is not None and progress.isatty() and done % 10 == 0:
             _bar(progress, done, cfg.steps, start, first, f"train {loss.item():.3f}", "\r")
     model = model.cpu().eval()

@@ -455,6 +455,8 @@ def train_main(argv: list[str]) -> int:
     torch.set_num_threads(args.threads)
     cfg = LM_CONFIGS[args.config]
     cfg = replace(cfg, steps=args.steps or cfg.steps, seed=args.seed)
+    if args.resume and (args.checkpoint is None or not args.checkpoint.exists()):
+        parser.error("--resume continues from --checkpoint FILE, an existing checkpoint file.")
     try:
         resolve_device(args.device)
     except ValueError as err:

@@ -87,6 +87,7 @@ def bench_shakespeare(retrain: bool, small: bool, gqa: bool) -> None:
         f"  {record['threads']} thread(s); load average {record['load_before']} before, "
         f"{record['load_after']} after"
     )
+    print(f"  {record['threads_note']}")
     wall_min, cpu_min = record["wall_s"] / 60, record["cpu_s"] / 60
     print(
         f"  wall {wall_min:.1f} min, CPU {cpu_min:.1f} min (a quiet core: wall ~ CPU); "

@@ -140,6 +140,12 @@ def test_an_interrupted_run_resumes_to_the_same_model(tmp_path):
         train_lm(TINY, checkpoint=tmp_path / "missing.pt", resume=True)
 
 
+def test_resume_without_a_checkpoint_file_is_refused(capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main(["train", "shakespeare", "--resume", "--checkpoint", str(tmp_path / "none.pt")])
+    assert "--resume continues from --checkpoint FILE" in capsys.readouterr().err
+
+
 def test_absent_device_is_a_clear_error(capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")

@@ -24,8 +24,12 @@ START_ATTEMPTS = 2  # a kernel start can fail on a loaded machine ("died before 
 INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it is killed
 
 
-class KernelLost(Exception):
-    """The kernel died, or ran away and had to be killed."""
+class KernelLost(BaseException):
+    """The kernel died, or ran away and had to be killed.
+
+    A BaseException, like ``agent.TimeLimit``: a check's ``except Exception`` must not turn
+    it into a verdict, the runner has to see it to replace the kernel.
+    """
 
 
 class Kernel:
@@ -36,6 +40,7 @@ class Kernel:
 
         path = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, OFFICIAL_ENV: "1", "PYTHONPATH": path}
+        self.lost = False  # shut down: every later execute() raises KernelLost
         self.manager = KernelManager(kernel_name="python3")
         self.manager.start_kernel(extra_arguments=["--IPKernelApp.log_level=ERROR"], env=env)
         self.client = self.manager.client()
@@ -49,7 +54,7 @@ class Kernel:
             raise
 
     def alive(self) -> bool:
-        return self.manager.is_alive()
+        return not self.lost and self.manager.is_alive()
 
     def _drain_outputs(self) -> None:
         """Drop what the kernel printed: grading keeps no outputs."""
@@ -64,6 +69,8 @@ class Kernel:
             KernelLost: the kernel died, or did not stop within INTERRUPT_GRACE seconds
                 of the interrupt (it is then killed).
         """
+        if not self.alive():
+            raise KernelLost("the Python kernel had stopped")
         msg_id = self.client.execute(
             code, silent=silent, store_history=not silent, allow_stdin=False, stop_on_error=False
         )
@@ -88,6 +95,7 @@ class Kernel:
                 return {"status": "timeout"} if interrupted else msg["content"]
 
     def shutdown(self) -> None:
+        self.lost = True
         try:
             self.client.stop_channels()
             self.manager.shutdown_kernel(now=True)
@@ -100,7 +108,7 @@ def start_kernel() -> Kernel:
     for _ in range(START_ATTEMPTS - 1):
         try:
             return Kernel()
-        except Exception:  # Kernel() shut the failed one down: start another
+        except (Exception, KernelLost):  # Kernel() shut the failed one down: start another
             pass
     return Kernel()
 
@@ -130,14 +138,14 @@ class KernelPool:
     def _start_one(self) -> None:
         try:
             self._ready.put(start_kernel())
-        except Exception as exc:  # reported by get()
+        except (Exception, KernelLost) as exc:  # reported by get()
             self._ready.put(exc)
 
     def get(self) -> Kernel:
         """A started kernel (waits for one); starts the next in the background."""
         self._spawn()
         kernel = self._ready.get(timeout=300)
-        if isinstance(kernel, Exception):
+        if isinstance(kernel, BaseException):
             raise kernel
         return kernel
 

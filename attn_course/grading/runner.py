@@ -139,15 +139,22 @@ class _Execution:
         kernel.execute(f"import os; os.chdir({str(self.workdir)!r})", timeout=30, silent=True)
 
     def replace_kernel(self) -> bool:
-        """A fresh kernel with the cells run so far replayed (False when out of kernels)."""
+        """A fresh kernel with the cells run so far replayed; False (and ``died`` set) when
+        out of kernels or when no new kernel could be made to run them."""
         self.kernel.shutdown()
         if self.kernels >= MAX_KERNELS:
+            self.died = "the Python kernel had to be stopped too often"
             return False
         self.kernels += 1
-        self._enter(start_kernel())
-        replay, self.ran = [i for i in self.ran if i not in self.skipped], []
-        for i in replay:
-            self._run_cell(i, record=False)
+        try:
+            self._enter(start_kernel())
+            replay, self.ran = [i for i in self.ran if i not in self.skipped], []
+            for i in replay:
+                if not self._run_cell(i, record=False):
+                    return self.replace_kernel()
+        except (Exception, KernelLost) as exc:
+            self.died = f"no new Python kernel could replace the stopped one ({exc})"
+            return False
         return True
 
     def _run_cell(self, index: int, record: bool = True, timeout: float | None = None) -> bool:
@@ -226,37 +233,51 @@ def _unreported(check_id: str, notebook: Notebook, run: _Execution) -> CheckResu
 
 
 def _grade_answers(specs, notebook: Notebook, run: _Execution, salt: int) -> list[CheckResult]:
-    """Each check run here, on the answer that the kernel holds."""
+    """Each check run here, on the answer that the kernel holds.
+
+    Whatever goes wrong while one check runs (the kernel dies or is killed, a reply cannot be
+    read, a bug) costs that check only; a lost kernel is replaced, with the learner's cells
+    replayed, before the next check.
+    """
     results = []
     for spec in specs:
-        if run.died and not run.kernel.alive():
+        if not run.died and not run.kernel.alive():
+            run.replace_kernel()
+        if run.died:
             results.append(_unreported(spec.id, notebook, run))
             continue
-        session = Session(run.kernel, run.workdir)
-        limit = spec.time_limit * OFFICIAL_TIME_FACTOR
-        session.start_check(limit)
-        token = SALT.set(salt)
         try:
-            obj = session.resolve(spec.id)
-            result = run_check(spec, obj, local=False, time_limit=limit)
-            if session.uses_reference:
-                result = CheckResult(result.id, result.status, result.message, True)
-        except KeyError:
-            result = _unreported(spec.id, notebook, run)
-        except (RemoteError, RemoteTimeout) as exc:
-            result = CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
+            result = _grade_one(spec, notebook, run, salt)
         except KernelLost as lost:
             result = CheckResult(
                 spec.id,
                 Status.TIMEOUT if "interrupt" in str(lost) else Status.ERROR,
                 f"while your code ran, {lost}",
             )
-            if not run.replace_kernel():
-                run.died = "the Python kernel had to be stopped too often"
-        finally:
-            SALT.reset(token)
+            run.kernel.shutdown()  # replaced before the next check
+        except Exception as exc:  # a grader bug or a reply it did not expect: this check only
+            result = CheckResult(spec.id, Status.ERROR, f"could not be graded: {exc!r:.200}")
         results.append(result)
     return results
+
+
+def _grade_one(spec, notebook: Notebook, run: _Execution, salt: int) -> CheckResult:
+    session = Session(run.kernel, run.workdir)
+    limit = spec.time_limit * OFFICIAL_TIME_FACTOR
+    session.start_check(limit)
+    token = SALT.set(salt)
+    try:
+        obj = session.resolve(spec.id)
+        result = run_check(spec, obj, local=False, time_limit=limit)
+    except KeyError:
+        return _unreported(spec.id, notebook, run)
+    except (RemoteError, RemoteTimeout) as exc:
+        return CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
+    finally:
+        SALT.reset(token)
+    if session.uses_reference:
+        result = CheckResult(result.id, result.status, result.message, True)
+    return result
 
 
 def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -> NotebookReport:
@@ -281,23 +302,39 @@ def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -
             f"notebooks ({notebooks}); its metadata and file name say neither"
         )
         return report
+    try:
+        _run_and_grade(notebook, specs, pool, cell_timeout, report, start)
+    except Exception as exc:  # whatever broke, it costs this notebook only
+        report.error = f"the grader could not finish this notebook: {exc!r:.300}"
+    graded = {result.id for result in report.checks}
+    report.checks += [
+        CheckResult(s.id, Status.ERROR, report.error or "not graded")
+        for s in specs
+        if s.id not in graded
+    ]
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start) -> None:
     kernel = pool.get()
     report.timings["kernel_wait"] = time.monotonic() - start
-    with tempfile.TemporaryDirectory(prefix="attn-grade-") as tmp:
-        run = _Execution(notebook, Path(tmp), kernel, cell_timeout)
+    with tempfile.TemporaryDirectory(prefix="attn-grade-", ignore_cleanup_errors=True) as tmp:
+        run: _Execution | None = None
         try:
+            run = _Execution(notebook, Path(tmp), kernel, cell_timeout)
             phase = time.monotonic()
             run.run_all()
             report.timings["cells"] = time.monotonic() - phase
             phase = time.monotonic()
             report.checks = _grade_answers(specs, notebook, run, secrets.randbits(30))
             report.timings["checks"] = time.monotonic() - phase
+        except KernelLost as lost:
+            raise RuntimeError(f"the Python kernel was lost: {lost}") from None
         finally:
-            run.kernel.shutdown()
+            (run.kernel if run else kernel).shutdown()
     if run.died:
         report.error = run.died
-    report.seconds = time.monotonic() - start
-    return report
 
 
 def grade_notebooks(
@@ -323,7 +360,10 @@ def grade_notebooks(
     pool = pool or KernelPool(warm=jobs, needed=len(paths))
 
     def one(path: Path) -> NotebookReport:
-        report = grade_file(Path(path), pool, cell_timeout)
+        try:
+            report = grade_file(Path(path), pool, cell_timeout)
+        except Exception as exc:  # e.g. JSON nested too deep to read: this notebook only
+            report = NotebookReport(str(path), error=f"could not be graded: {exc!r:.300}")
         if on_done:
             on_done(report)
         return report

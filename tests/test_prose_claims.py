@@ -285,6 +285,13 @@ CLAIMS = [
     ),
     (
         "08_trained_attention",
+        "largest weight in more than 0.07 of these rows",
+        "0.07",
+        2,
+        r"key position that gets it most often: +([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
         "copies the token it attends to (100% of the 32 tokens)",
         "100",
         0,

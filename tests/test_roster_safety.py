@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from make_class import make_class
 
 from attn_course.grading import intake, roster, seal
 from attn_course.grading.cli import _table
@@ -366,12 +367,15 @@ def test_merge_refuses_poisoned_shard_files_by_name(tmp_path, graded):
     (students / "ghost3.json").write_text(json.dumps(signed_other))  # signed, wrong file name
     edited = next(p for shard in shards for p in sorted((shard / "students").glob("*.json")))
     _forge(edited, score=99)
+    (tmp_path / "s3").mkdir()
+    (tmp_path / "s3" / "students").write_text("not a folder")
     lines: list[str] = []
-    merged = roster.merge(shards, tmp_path / "merged", KEY, log=lines.append)
+    merged = roster.merge([*shards, tmp_path / "s3"], tmp_path / "merged", KEY, log=lines.append)
     refused = " ".join(lines)
     for bad in ("ghost", "bad", "huge", "fifo", "folder", "link", "ghost3", edited.stem):
         assert f"students/{bad}.json" in refused
     assert "signature does not verify" in refused
+    assert "s3: its students/ folder cannot be read" in refused
     assert {s["student"] for s in merged} == set(HONEST) - {edited.stem}
     expected = {k: v for k, v in HONEST.items() if k != edited.stem}
     assert gradebook(tmp_path / "merged") == expected
@@ -424,6 +428,16 @@ def test_nbgrader_submitted_layout(tmp_path, graded):
     assert gradebook(tmp_path / "out") == {"alice": 3, "bob": 1}
     data = json.loads((tmp_path / "out" / "students" / "alice.json").read_text())
     assert list(data["files"]) == [f"ps1/{STEM}.ipynb"]
+
+
+def test_nbgrader_class_from_make_class(tmp_path):
+    make_class(tmp_path / "course", 3, [STEM], seed=2, nbgrader="ps1")
+    found = intake.find_submissions(tmp_path / "course" / "submitted", tmp_path / "private")
+    assert [s.student for s in found] == ["student000", "student001", "student002"]
+    for submission in found:
+        source = tmp_path / "course" / "submitted" / submission.student / "ps1" / f"{STEM}.ipynb"
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        assert submission.hashes == {f"ps1/{STEM}.ipynb": digest}
 
 
 def test_canvas_export(tmp_path, graded):

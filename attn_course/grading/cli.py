@@ -150,9 +150,9 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     if not args.out:
         parser.error("--roster and --merge need --out FOLDER")
     if args.merge:
-        missing = [p for p in args.merge if not (p / "students").is_dir()]
+        missing = [p for p in args.merge if not p.is_dir()]
         if missing:
-            parser.error(f"not a roster output (no students/ folder): {missing[0]}")
+            parser.error(f"no such folder: {missing[0]}")
     elif not args.roster.is_dir():
         parser.error(f"no such folder: {args.roster}")
     try:

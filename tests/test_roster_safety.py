@@ -55,7 +55,12 @@ def notebook(solved: list[str], extra: str = "") -> bytes:
 def fake_grader(paths, cell_timeout, jobs, on_done):
     """Stands in for runner.grade_notebooks: passes the checks marked ``# solved <id>``."""
     for path in paths:
-        nb = read_notebook(Path(path))
+        try:
+            nb = read_notebook(Path(path))
+        except ValueError as exc:
+            errors = [CheckResult(i, Status.ERROR, str(exc)) for i in IDS]
+            on_done(NotebookReport(str(path), STEM, errors, error=str(exc)))
+            continue
         text = "\n".join(cell.source for cell in nb.cells)
         results = [
             CheckResult(
@@ -290,12 +295,25 @@ def test_a_class_of_attacks_completes_with_honest_marks(tmp_path, graded):
     injected.mkdir()
     (injected / f"{STEM}{ESC}.ipynb").write_bytes(notebook([], extra=f"print('{ESC}')"))
     (class_dir / "-1+1").mkdir()  # its id starts with a minus: a formula to a spreadsheet
+    (class_dir / "deepjson").mkdir()  # json.loads meets a RecursionError
+    (class_dir / "deepjson" / f"{STEM}.ipynb").write_text("[" * 100_000 + "]" * 100_000)
     with zipfile.ZipFile(class_dir / "..zip", "w") as archive:
         archive.writestr(f"carol/{STEM} (1).ipynb", notebook(IDS))
-    students = graded(class_dir, tmp_path / "out")
+    with zipfile.ZipFile(class_dir / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"{STEM}.ipynb", b"0" * (intake.MAX_SUBMISSION_BYTES + 1))
+    (class_dir / "dup").mkdir()
+    (class_dir / "dup" / f"{STEM}.ipynb").write_bytes(notebook(IDS))
+    with zipfile.ZipFile(class_dir / "dup.zip", "w") as archive:
+        archive.writestr(f"{STEM}.ipynb", notebook(IDS))
+    (class_dir / "deep").mkdir()
+    _nest(class_dir / "deep", 3000)
+    try:
+        students = graded(class_dir, tmp_path / "out")
+    finally:
+        _unnest(class_dir / "deep", 3000)
     marks = gradebook(tmp_path / "out")
     assert {k: marks[k] for k in HONEST} == HONEST
-    assert len(marks) == len(students) == 8
+    assert len(marks) == len(students) == 12
     dotdot = intake.student_id("..zip")  # graded on its own notebook, not in carol's place
     assert marks.pop(dotdot) == 3
     assert all(v == 0 for k, v in marks.items() if k not in HONEST)

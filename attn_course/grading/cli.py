@@ -105,6 +105,8 @@ def main(argv: list[str]) -> int:
         help=f"seconds a cell may run before it is interrupted (default {CELL_TIMEOUT})",
     )
     args = parser.parse_args(argv)
+    if args.feedback and not args.roster:
+        parser.error("--feedback goes with --roster (each shard writes its own students' pages)")
     if args.roster or args.merge:
         return _class_mode(parser, args)
     if not args.paths:
@@ -147,6 +149,7 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
 
     if args.paths or (args.roster and args.merge):
         parser.error("--roster and --merge take no notebook paths, and not each other")
+
     if not args.out:
         parser.error("--roster and --merge need --out FOLDER")
     if args.merge:

@@ -33,7 +33,7 @@ import os
 import re
 import stat
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -58,7 +58,7 @@ MAX_SUBMISSION_BYTES = 100 * 2**20  # one student's notebooks, a zip, what a zip
 MAX_ZIP_ENTRIES = 1000
 MAX_ENTRIES = 10_000  # folder entries looked at per student
 MAX_NOTEBOOKS = 50  # notebooks kept per student (the course has a dozen)
-MAX_DEPTH = 8  # folder levels searched inside a student's folder or zip
+MAX_DEPTH = 8  # a notebook at most this many folders deep in a student's folder or zip
 MAX_WARNINGS = 20  # per student; the rest are counted
 _IGNORED = {".ipynb_checkpoints", "__MACOSX"}
 _UNSAFE = re.compile(r"[^\w.\-]")
@@ -147,7 +147,7 @@ def _walk(root: Path, submission: Submission) -> Iterator[tuple[str, Path]]:
             if entry.is_symlink():
                 submission.warn(f"{clean(name)} is a symbolic link: not followed")
             elif entry.is_dir(follow_symlinks=False):
-                if depth + 1 >= MAX_DEPTH:
+                if depth + 1 > MAX_DEPTH:
                     submission.warn(
                         f"{clean(name)}/ is nested more than {MAX_DEPTH} folders deep: not read"
                     )
@@ -196,7 +196,7 @@ def _zip_notebooks(path: Path, submission: Submission) -> Iterator[tuple[str, by
                     continue
                 if stat.S_ISLNK(info.external_attr >> 16):
                     submission.warn(f"{clean(name)} is a symbolic link: not followed")
-                elif len(parts) > MAX_DEPTH:
+                elif len(parts) > MAX_DEPTH + 1:
                     submission.warn(f"{clean(name)} is nested more than {MAX_DEPTH} folders deep")
                 elif info.file_size > MAX_NOTEBOOK_BYTES:
                     submission.warn(f"{clean(name)} is over the limit of {_mb(MAX_NOTEBOOK_BYTES)}")
@@ -256,8 +256,13 @@ def _read_entry(entry: os.DirEntry, submission: Submission, private: Path) -> No
         submission.warn(f"{submission.entry} holds no notebooks (*.ipynb)")
 
 
-def find_submissions(roster: Path, private: Path) -> list[Submission]:
-    """Every student of ``roster``, their notebooks copied under ``private``; sorted by id."""
+def find_submissions(
+    roster: Path, private: Path, wanted: Callable[[str], bool] = lambda student: True
+) -> list[Submission]:
+    """The students of ``roster`` whose id is ``wanted``, their notebooks copied under ``private``.
+
+    Sorted by id. Every entry's id is derived, so duplicates are found across the roster.
+    """
     private.mkdir(mode=0o700, parents=True, exist_ok=True)
     entries = [
         e
@@ -271,6 +276,8 @@ def find_submissions(roster: Path, private: Path) -> list[Submission]:
     for same in by_id.values():
         first = same[0]
         submission = Submission(student_id(first.name), clean(first.name))
+        if not wanted(submission.student):
+            continue
         if len(same) > 1:
             names = " and ".join(sorted(clean(e.name) for e in same))
             submission.refuse(f"{names} are the same student id: neither graded (keep one)")

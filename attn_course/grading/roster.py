@@ -46,7 +46,7 @@ Log = Callable[[str], None]
 
 
 def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(clean(line), file=sys.stderr, flush=True)
 
 
 def in_shard(student: str, shard: tuple[int, int]) -> bool:
@@ -62,7 +62,7 @@ def _pick_notebooks(submission: Submission) -> list[Path]:
     for path in submission.files:
         try:
             notebook = read_notebook(path)
-        except ValueError:
+        except ValueError:  # graded as an error by the runner
             notebook = Notebook({}, [])
         name = clean(notebook_id(notebook, path))
         if name not in known:
@@ -180,8 +180,7 @@ def grade_roster(
     students_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="attn-roster-") as private:
-        everyone = find_submissions(roster, Path(private))
-        submissions = [s for s in everyone if in_shard(s.student, shard)]
+        submissions = find_submissions(roster, Path(private), lambda s: in_shard(s, shard))
         for submission in submissions:
             if submission.refused:
                 log(f"{submission.student}: not graded: {submission.refused}")

@@ -198,6 +198,9 @@ def test_zip_bombs_and_oversized_notebooks_are_refused_before_extraction(tmp_pat
         for n in range(intake.MAX_ZIP_ENTRIES + 1):
             archive.writestr(f"{n}.txt", "")
     _lying_zip(class_dir / "liar.zip", size=30 * 2**20, declared=1000)
+    with zipfile.ZipFile(class_dir / "wide.zip", "w") as archive:  # a 1.3 MB directory
+        for n in range(6000):
+            archive.writestr(f"{n:0>200}", "")
     with zipfile.ZipFile(class_dir / "linker.zip", "w") as archive:
         info = zipfile.ZipInfo(f"{STEM}.ipynb")
         info.external_attr = 0o120777 << 16  # a symbolic link entry
@@ -210,6 +213,7 @@ def test_zip_bombs_and_oversized_notebooks_are_refused_before_extraction(tmp_pat
         (tmp_path / "private" / "bomb").rglob("*.ipynb")
     )
     assert "entries, over the limit" in found["many"].refused
+    assert "directory is over 1.0 MB" in found["wide"].refused
     assert found["liar"].files == [] and "could not be unpacked" in found["liar"].warnings[0]
     assert found["linker"].files == [] and "symbolic link" in found["linker"].warnings[0]
     assert found["big"].files == [] and "over the limit" in found["big"].warnings[0]

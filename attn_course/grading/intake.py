@@ -14,8 +14,9 @@ each entry, never trusting it:
 * folders are searched without recursion to ``MAX_DEPTH`` levels; at most ``MAX_ENTRIES``
   entries, ``MAX_NOTEBOOKS`` notebooks and ``MAX_SUBMISSION_BYTES`` bytes per student;
 * a zip is refused before anything is extracted when it is larger than
-  ``MAX_SUBMISSION_BYTES``, holds more than ``MAX_ZIP_ENTRIES`` entries, or says it would
-  unpack to more than ``MAX_SUBMISSION_BYTES`` (a compressed bomb); only its notebooks are
+  ``MAX_SUBMISSION_BYTES``, its directory larger than ``MAX_ZIP_DIRECTORY`` (read before its
+  entries are parsed), holds more than ``MAX_ZIP_ENTRIES`` entries, or says it would unpack
+  to more than ``MAX_SUBMISSION_BYTES`` (a compressed bomb); only its notebooks are
   extracted, each read with a size cap (a member cannot inflate past what it declared);
 * a notebook over ``MAX_NOTEBOOK_BYTES`` is not graded.
 
@@ -56,6 +57,7 @@ __all__ = [
 MAX_NOTEBOOK_BYTES = 20 * 2**20  # one notebook, outputs and figures included
 MAX_SUBMISSION_BYTES = 100 * 2**20  # one student's notebooks, a zip, what a zip unpacks to
 MAX_ZIP_ENTRIES = 1000
+MAX_ZIP_DIRECTORY = 2**20  # bytes of a zip's central directory (what ZipFile() parses first)
 MAX_ENTRIES = 10_000  # folder entries looked at per student
 MAX_NOTEBOOKS = 50  # notebooks kept per student (the course has a dozen)
 MAX_DEPTH = 8  # a notebook at most this many folders deep in a student's folder or zip
@@ -170,9 +172,25 @@ def _folder_notebooks(root: Path, submission: Submission) -> Iterator[tuple[str,
             submission.warn(str(refused))
 
 
+def _directory_size(handle) -> int | None:
+    """The size of a zip's central directory, from its end record as ``zipfile`` finds it."""
+    end = b"PK\x05\x06"
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - 22 - 0xFFFF))
+    tail = handle.read()
+    at = len(tail) - 22 if tail[-22:-18] == end and tail[-2:] == b"\0\0" else tail.rfind(end)
+    if at < 0 or at + 22 > len(tail):
+        return None
+    handle.seek(0)
+    return int.from_bytes(tail[at + 12 : at + 16], "little")
+
+
 def _zip_notebooks(path: Path, submission: Submission) -> Iterator[tuple[str, bytes]]:
     """The notebooks of zip ``path``, refused whole before extraction when it is a bomb."""
     with open_regular(path, MAX_SUBMISSION_BYTES, "the zip") as handle:
+        directory = _directory_size(handle)
+        if directory is not None and directory > MAX_ZIP_DIRECTORY:  # zip64: 0xFFFFFFFF
+            raise Refused(f"the zip's directory is over {_mb(MAX_ZIP_DIRECTORY)}: not read")
         try:
             archive = zipfile.ZipFile(handle)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError):

@@ -7,8 +7,8 @@ Each student gets the exercise notebooks (their metadata stamps the ids) with ea
 answered by the solution (70 %), left unanswered (10 %) or answered with one classic mistake
 made by a text edit of the solution (20 %, when one applies). Every third student hands in
 a zip, every fourth renames a file to ``NN_name (1).ipynb``. With ``--nbgrader ASSIGNMENT``
-the class is laid out as nbgrader's ``submitted/{student_id}/{ASSIGNMENT}/*.ipynb`` (folders
-only, no renames), and ``OUT/submitted`` is the roster. The same seed writes the same class.
+the class is laid out as an nbgrader course: ``submitted/{student_id}/{ASSIGNMENT}/*.ipynb``
+(folders only, no renames) beside an ``nbgrader_config.py``. The same seed writes the same class.
 """
 
 from __future__ import annotations
@@ -88,11 +88,13 @@ def make_class(
     """Write the class to ``out`` (emptied first); the submissions' paths.
 
     ``nbgrader``: an assignment id; the class is then written as nbgrader's
-    ``out/submitted/{student_id}/{nbgrader}/``.
+    ``out/submitted/{student_id}/{nbgrader}/``, beside an ``nbgrader_config.py``.
     """
     rng = random.Random(seed)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    if nbgrader:
+        (out / "nbgrader_config.py").write_text("c = get_config()  # noqa: F821\n")
     written = []
     for n in range(students):
         name = f"student{n:03d}"

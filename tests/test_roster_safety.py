@@ -452,14 +452,16 @@ def test_nbgrader_submitted_layout(tmp_path, graded):
     assert list(data["files"]) == [f"ps1/{STEM}.ipynb"]
 
 
-def test_nbgrader_class_from_make_class(tmp_path):
+def test_an_nbgrader_course_from_make_class(tmp_path, graded):
     make_class(tmp_path / "course", 3, [STEM], seed=2, nbgrader="ps1")
-    found = intake.find_submissions(tmp_path / "course" / "submitted", tmp_path / "private")
-    assert [s.student for s in found] == ["student000", "student001", "student002"]
-    for submission in found:
-        source = tmp_path / "course" / "submitted" / submission.student / "ps1" / f"{STEM}.ipynb"
+    students = graded(tmp_path / "course", tmp_path / "out")  # the course folder itself
+    assert [s["student"] for s in students] == ["student000", "student001", "student002"]
+    for student in students:
+        source = tmp_path / "course" / "submitted" / student["student"] / "ps1" / f"{STEM}.ipynb"
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
-        assert submission.hashes == {f"ps1/{STEM}.ipynb": digest}
+        assert student["files"] == {f"ps1/{STEM}.ipynb": digest}
+        (report,) = student["notebooks"]
+        assert report["notebook"] == STEM and report["max_score"] == 3
 
 
 def test_canvas_export(tmp_path, graded):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -145,7 +146,7 @@ def main(argv: list[str]) -> int:
 def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--roster`` or ``--merge``."""
     from .roster import grade_roster, merge
-    from .seal import load_key
+    from .seal import KEY_ENV, load_key
 
     if args.paths or (args.roster and args.merge):
         parser.error("--roster and --merge take no notebook paths, and not each other")
@@ -162,6 +163,7 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         key = load_key(args.key_file, args.out, create=not args.merge)
     except ValueError as exc:
         parser.error(str(exc))
+    os.environ.pop(KEY_ENV, None)  # no kernel started from here inherits the key
     if args.merge:
         students = merge(args.merge, args.out, key)
     else:

@@ -1,10 +1,11 @@
 """Grade a whole class: ``grade --roster DIR --out OUT [--shard i/n]`` and ``grade --merge``.
 
-``DIR`` holds one entry per student: a folder (nbgrader's ``submitted/`` is such a roster),
-or a ``.zip``, holding some of the exercise notebooks, each identified by its metadata, else
-its file name. ``intake.find_submissions`` hashes and copies every notebook into a private
-folder before anything runs, and refuses what it must not read (links, special files,
-bombs, duplicate ids); the copies are graded. ``OUT`` receives:
+``DIR`` holds one entry per student: a folder or a ``.zip``, holding some of the exercise
+notebooks, each identified by its metadata, else its file name. nbgrader's ``submitted/`` is
+such a roster, and an nbgrader course folder stands for its ``submitted/``.
+``intake.find_submissions`` hashes and copies every notebook into a private folder before
+anything runs, and refuses what it must not read (links, special files, bombs, duplicate
+ids); the copies are graded. ``OUT`` receives:
 
 * ``students/<id>.json``: the student's reports (``NotebookReport.to_json()``), with
   ``schema_version``, the ``course_version`` that graded them (``seal.course_version``), the
@@ -176,6 +177,9 @@ def grade_roster(
     log: Log = _stderr,
 ) -> list[dict]:
     """Grade the students of ``roster`` in ``shard`` into ``out``; their results, by id."""
+    if (roster / "nbgrader_config.py").is_file() and (roster / "submitted").is_dir():
+        roster = roster / "submitted"  # an nbgrader course folder: grade its submissions
+        log(f"an nbgrader course: grading {clean(roster)}")
     students_dir = out / "students"
     students_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}

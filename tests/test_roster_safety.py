@@ -25,7 +25,7 @@ from conftest import ROOT
 from make_class import make_class
 
 from attn_course.grading import intake, roster, seal
-from attn_course.grading.cli import _table
+from attn_course.grading.cli import _table, main
 from attn_course.grading.escape import clean, csv_cell, html_text
 from attn_course.grading.export import CANVAS_IDENTITY
 from attn_course.grading.feedback import feedback_page
@@ -401,6 +401,15 @@ def test_merge_refuses_poisoned_shard_files_by_name(tmp_path, graded):
     assert {s["student"] for s in merged} == set(HONEST) - {edited.stem}
     expected = {k: v for k, v in HONEST.items() if k != edited.stem}
     assert gradebook(tmp_path / "merged") == expected
+
+
+def test_the_command_takes_the_key_out_of_the_environment(tmp_path, monkeypatch):
+    """Kernels started by the grade command never inherit ATTN_GRADE_KEY."""
+    monkeypatch.setenv(seal.KEY_ENV, KEY.decode())
+    (tmp_path / "shard" / "students").mkdir(parents=True)
+    assert main(["--merge", str(tmp_path / "shard"), "--out", str(tmp_path / "out")]) == 0
+    assert seal.KEY_ENV not in os.environ
+    assert (tmp_path / "out" / "gradebook.csv").exists()
 
 
 def test_the_key_stays_outside_the_output_folder(tmp_path, monkeypatch):

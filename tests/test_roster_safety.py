@@ -299,6 +299,10 @@ def test_a_class_of_attacks_completes_with_honest_marks(tmp_path, graded):
     injected.mkdir()
     (injected / f"{STEM}{ESC}.ipynb").write_bytes(notebook([], extra=f"print('{ESC}')"))
     (class_dir / "-1+1").mkdir()  # its id starts with a minus: a formula to a spreadsheet
+    os.mkdir(bytes(class_dir) + b"/bad\xff")  # a name that is not UTF-8
+    (Path(os.fsdecode(bytes(class_dir) + b"/bad\xff")) / f"{STEM}\udcfe.ipynb").write_bytes(
+        notebook([])
+    )
     (class_dir / "deepjson").mkdir()  # json.loads meets a RecursionError
     (class_dir / "deepjson" / f"{STEM}.ipynb").write_text("[" * 100_000 + "]" * 100_000)
     with zipfile.ZipFile(class_dir / "..zip", "w") as archive:
@@ -312,12 +316,13 @@ def test_a_class_of_attacks_completes_with_honest_marks(tmp_path, graded):
     (class_dir / "deep").mkdir()
     _nest(class_dir / "deep", 3000)
     try:
-        students = graded(class_dir, tmp_path / "out")
+        students = graded(class_dir, tmp_path / "out", feedback=True)
     finally:
         _unnest(class_dir / "deep", 3000)
     marks = gradebook(tmp_path / "out")
     assert {k: marks[k] for k in HONEST} == HONEST
-    assert len(marks) == len(students) == 12
+    assert len(marks) == len(students) == 13
+    assert len(list((tmp_path / "out" / "feedback").glob("*.html"))) == 13
     dotdot = intake.student_id("..zip")  # graded on its own notebook, not in carol's place
     assert marks.pop(dotdot) == 3
     assert all(v == 0 for k, v in marks.items() if k not in HONEST)

@@ -4,9 +4,9 @@ Everything a learner controls (student and file names, exception messages, hints
 them, cell sources) passes through one of these before it is printed or written:
 
 * ``clean(text)``: control characters (escape sequences, carriage returns, backspaces, the
-  bidirectional overrides that reorder a line) become visible ``\\x1b``-style escapes, so a
-  name or message cannot move the cursor, recolour or redraw the instructor's terminal;
-  newlines and tabs are kept only with ``lines=True``;
+  bidirectional overrides that reorder a line, a file name's undecodable bytes) become
+  visible ``\\x1b``-style escapes, so a name or message cannot move the cursor, recolour or
+  redraw the instructor's terminal; newlines and tabs are kept only with ``lines=True``;
 * ``csv_cell(value)``: ``clean``, then OWASP's rule against formula injection: a text cell
   that starts with ``= + - @``, a tab or a carriage return gets a leading ``'``;
 * ``html_text(text)``: ``clean(lines=True)``, then HTML-escaped, quotes included.
@@ -20,6 +20,9 @@ import unicodedata
 __all__ = ["clean", "csv_cell", "html_text"]
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# control, format (bidirectional overrides), line/paragraph separators, and the surrogates
+# that stand for a file name's undecodable bytes (they cannot be written as UTF-8)
+_HIDDEN = ("Cc", "Cf", "Zl", "Zp", "Cs")
 
 
 def _visible(char: str) -> str:
@@ -34,9 +37,7 @@ def clean(text: object, lines: bool = False) -> str:
     """
     kept = "\n\t" if lines else ""
     return "".join(
-        _visible(char)
-        if char not in kept and unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
-        else char
+        _visible(char) if char not in kept and unicodedata.category(char) in _HIDDEN else char
         for char in str(text)
     )
 

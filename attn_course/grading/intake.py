@@ -76,7 +76,8 @@ def student_id(entry: str) -> str:
     safe = _UNSAFE.sub("_", stem).lstrip(".")[:80]
     if safe == stem and safe:
         return safe
-    return f"{safe or 'student'}-{hashlib.sha256(entry.encode(errors='replace')).hexdigest()[:8]}"
+    digest = hashlib.sha256(entry.encode(errors="surrogateescape")).hexdigest()
+    return f"{safe or 'student'}-{digest[:8]}"
 
 
 @dataclass

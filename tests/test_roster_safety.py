@@ -408,6 +408,20 @@ def test_merge_refuses_poisoned_shard_files_by_name(tmp_path, graded):
     assert gradebook(tmp_path / "merged") == expected
 
 
+def test_merge_refuses_a_student_graded_differently_in_two_shards(tmp_path, graded):
+    class_dir = honest_class(tmp_path)
+    graded(class_dir, tmp_path / "a")
+    graded(class_dir, tmp_path / "b")
+    carol = json.loads((tmp_path / "b" / "students" / "carol.json").read_text())
+    signed = seal.sign({**carol, "warnings": ["graded again"]}, KEY)  # genuine, but different
+    (tmp_path / "b" / "students" / "carol.json").write_text(json.dumps(signed))
+    lines: list[str] = []
+    merged = roster.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m", KEY, lines.append)
+    assert [s["student"] for s in merged] == ["alice", "bob"]  # the same in both: kept once
+    (line,) = lines
+    assert line.startswith("refused student carol: graded differently in")
+
+
 def test_the_command_takes_the_key_out_of_the_environment(tmp_path, monkeypatch):
     """Kernels started by the grade command never inherit ATTN_GRADE_KEY."""
     monkeypatch.setenv(seal.KEY_ENV, KEY.decode())

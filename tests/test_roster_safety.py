@@ -431,6 +431,14 @@ def test_the_command_takes_the_key_out_of_the_environment(tmp_path, monkeypatch)
     assert (tmp_path / "out" / "gradebook.csv").exists()
 
 
+def test_the_output_folder_stays_outside_the_roster(tmp_path, capsys):
+    class_dir = honest_class(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--roster", str(class_dir), "--out", str(class_dir / "grades")])
+    assert stop.value.code == 2 and "outside the roster" in capsys.readouterr().err
+    assert not (class_dir / "grades").exists()
+
+
 def test_the_key_stays_outside_the_output_folder(tmp_path, monkeypatch):
     monkeypatch.delenv(seal.KEY_ENV, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
@@ -442,6 +450,9 @@ def test_the_key_stays_outside_the_output_folder(tmp_path, monkeypatch):
     key = seal.load_key(None, out)
     assert (tmp_path / "config" / "attn-course" / "grading.key").stat().st_mode & 0o077 == 0
     assert seal.load_key(None, out, create=False) == key
+    with pytest.raises(ValueError, match="no grading key"):
+        seal.load_key(tmp_path / "elsewhere.key", out, create=False)
+    assert seal.load_key(tmp_path / "elsewhere.key", out) != key  # made: a new key
     monkeypatch.setenv(seal.KEY_ENV, "short")
     with pytest.raises(ValueError, match="at least 16"):
         seal.load_key(None, out)

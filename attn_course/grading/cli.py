@@ -159,6 +159,8 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
             parser.error(f"no such folder: {missing[0]}")
     elif not args.roster.is_dir():
         parser.error(f"no such folder: {args.roster}")
+    elif args.out.resolve().is_relative_to(args.roster.resolve()):
+        parser.error("--out must be outside the roster folder, where no submission can reach it")
     try:
         key = load_key(args.key_file, args.out, create=not args.merge)
     except ValueError as exc:

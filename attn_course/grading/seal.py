@@ -9,8 +9,8 @@
 
 The key lives outside the output folder: ``--key-file PATH``, else the environment variable
 ``ATTN_GRADE_KEY`` (the key itself, at least 16 characters), else
-``$XDG_CONFIG_HOME/attn-course/grading.key`` (``~/.config/...``), made on first use with
-mode 0600. Shards merged on another machine need the same key there.
+``$XDG_CONFIG_HOME/attn-course/grading.key`` (``~/.config/...``); a key file is made on first
+use with mode 0600. Shards merged on another machine need the same key there.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def default_key_file() -> Path:
 def load_key(key_file: Path | None, out: Path, create: bool = True) -> bytes:
     """The signing key (see the module docstring); ValueError with a sentence when unusable.
 
-    ``create`` makes the default key file when it is missing (grading); merging needs the key
-    that signed the shards, so it does not.
+    ``create`` makes the key file when it is missing (grading); merging needs the key that
+    signed the shards, so it does not.
     """
     if key_file is None and os.environ.get(KEY_ENV):
         key = os.environ[KEY_ENV].encode()
@@ -84,7 +84,7 @@ def load_key(key_file: Path | None, out: Path, create: bool = True) -> bytes:
             f"the grading key {path} is inside the output folder {out}: keep it outside, "
             "where no submission can reach it"
         )
-    if not path.exists() and create and key_file is None:
+    if not path.exists() and create:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:

@@ -105,7 +105,7 @@ class Submission:
     def refuse(self, reason: str) -> None:
         self.refused = reason
         self.files, self.names, self.hashes = [], {}, {}
-        self.warn(reason)
+        self.warnings.insert(0, reason)  # first, however many warnings came before
 
 
 def _mb(size: int) -> str:

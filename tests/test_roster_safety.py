@@ -403,6 +403,7 @@ def test_merge_refuses_poisoned_shard_files_by_name(tmp_path, graded):
         assert f"students/{bad}.json" in refused
     assert "signature does not verify" in refused
     assert "s3: its students/ folder cannot be read" in refused
+    assert lines[-1].startswith("9 refused above: not in the gradebook")
     assert {s["student"] for s in merged} == set(HONEST) - {edited.stem}
     expected = {k: v for k, v in HONEST.items() if k != edited.stem}
     assert gradebook(tmp_path / "merged") == expected
@@ -418,8 +419,8 @@ def test_merge_refuses_a_student_graded_differently_in_two_shards(tmp_path, grad
     lines: list[str] = []
     merged = roster.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m", KEY, lines.append)
     assert [s["student"] for s in merged] == ["alice", "bob"]  # the same in both: kept once
-    (line,) = lines
-    assert line.startswith("refused student carol: graded differently in")
+    assert lines[0].startswith("refused student carol: graded differently in")
+    assert lines[1] == "1 refused above: not in the gradebook; grade those students again"
 
 
 def test_the_command_takes_the_key_out_of_the_environment(tmp_path, monkeypatch):

@@ -243,11 +243,17 @@ def _write_feedback(folder: Path, students: list[dict], submissions: list[Submis
 def merge(shards: list[Path], out: Path, key: bytes, log: Log = _stderr) -> list[dict]:
     """Combine the verified ``students/`` of shard outputs into ``out``; refuse the rest by name."""
     found: dict[str, list[tuple[str, dict]]] = {}
+    refusals: list[str] = []
+
+    def refuse(line: str) -> None:
+        refusals.append(line)
+        log(line)
+
     for shard in shards:
         try:
             entries = sorted(os.scandir(shard / "students"), key=lambda e: e.name)
         except OSError as exc:
-            log(f"refused {clean(shard)}: its students/ folder cannot be read ({exc.strerror})")
+            refuse(f"refused {clean(shard)}: its students/ folder cannot be read ({exc.strerror})")
             continue
         for entry in entries:
             if entry.name.startswith(".") or not entry.name.endswith(".json"):
@@ -258,14 +264,14 @@ def merge(shards: list[Path], out: Path, key: bytes, log: Log = _stderr) -> list
                 if entry.name != f"{data['student']}.json":
                     raise Refused(f"it holds the results of {clean(data['student'])!r}")
             except Refused as refused:
-                log(f"refused {where}: {refused}")
+                refuse(f"refused {where}: {refused}")
                 continue
             found.setdefault(data["student"], []).append((where, data))
     merged = []
     for student, copies in sorted(found.items()):
         if any(data != copies[0][1] for _, data in copies[1:]):
             places = " and ".join(where for where, _ in copies)
-            log(f"refused student {student}: graded differently in {places}; grade again")
+            refuse(f"refused student {student}: graded differently in {places}; grade again")
             continue
         merged.append(copies[0][1])
     target = out / "students"
@@ -274,4 +280,6 @@ def merge(shards: list[Path], out: Path, key: bytes, log: Log = _stderr) -> list
         _write(target, data, key)
     write_gradebook(merged, out / "gradebook.csv")
     write_canvas(merged, out / "canvas.csv")
+    if refusals:
+        log(f"{len(refusals)} refused above: not in the gradebook; grade those students again")
     return merged

@@ -356,11 +356,12 @@ def test_a_forged_result_file_is_graded_again_on_resume(tmp_path, graded):
     assert len(graded.calls) == 1 and graded.calls[0].name == f"{STEM} (1).ipynb"
     assert any("carol.json is not trusted" in line for line in graded.lines)
     assert gradebook(out) == HONEST
-    # A forgery with a made-up signature, and a file planted for an unknown student.
+    # A forgery with a made-up signature, JSON past json's recursion limit, a planted ghost.
+    (out / "students" / "bob.json").write_text("[" * 100_000 + "]" * 100_000)  # too deep
     _forge(carol, notebooks=full["notebooks"], score=3, signature="0" * 64)
     (out / "students" / "ghost.json").write_text(json.dumps(full), encoding="utf-8")
     graded(class_dir, out)
-    assert len(graded.calls) == 1 and gradebook(out) == HONEST
+    assert len(graded.calls) == 2 and gradebook(out) == HONEST
 
 
 def test_an_edited_roster_file_is_graded_again(tmp_path, graded):
@@ -382,6 +383,7 @@ def test_merge_refuses_poisoned_shard_files_by_name(tmp_path, graded):
     students = shards[0] / "students"
     (students / "ghost.json").write_text(json.dumps({**template, "student": "ghost"}))
     (students / "bad.json").write_text("{not json")
+    (students / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (students / "huge.json").write_bytes(b" " * (roster.MAX_RESULT_BYTES + 1))
     os.mkfifo(students / "fifo.json")
     (students / "folder.json").mkdir()
@@ -395,11 +397,11 @@ def test_merge_refuses_poisoned_shard_files_by_name(tmp_path, graded):
     lines: list[str] = []
     merged = roster.merge([*shards, tmp_path / "s3"], tmp_path / "merged", KEY, log=lines.append)
     refused = " ".join(lines)
-    for bad in ("ghost", "bad", "huge", "fifo", "folder", "link", "ghost3", edited.stem):
+    for bad in ("ghost", "bad", "deep", "huge", "fifo", "folder", "link", "ghost3", edited.stem):
         assert f"students/{bad}.json" in refused
     assert "signature does not verify" in refused
     assert "s3: its students/ folder cannot be read" in refused
-    assert lines[-1].startswith("9 refused above: not in the gradebook")
+    assert lines[-1].startswith("10 refused above: not in the gradebook")
     assert {s["student"] for s in merged} == set(HONEST) - {edited.stem}
     expected = {k: v for k, v in HONEST.items() if k != edited.stem}
     assert gradebook(tmp_path / "merged") == expected

@@ -102,7 +102,7 @@ def read_result(path: Path, key: bytes) -> dict:
         raw = handle.read()
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise Refused("it is not valid JSON") from None
     if not verified(data, key):
         raise Refused(

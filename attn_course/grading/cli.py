@@ -150,7 +150,6 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
 
     if args.paths or (args.roster and args.merge):
         parser.error("--roster and --merge take no notebook paths, and not each other")
-
     if not args.out:
         parser.error("--roster and --merge need --out FOLDER")
     if args.merge:

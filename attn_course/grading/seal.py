@@ -85,8 +85,14 @@ def load_key(key_file: Path | None, out: Path, create: bool = True) -> bytes:
             "where no submission can reach it"
         )
     if not path.exists() and create:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise ValueError(
+                f"could not make a grading key at {path} ({exc.strerror}): "
+                f"pass --key-file or set {KEY_ENV}"
+            ) from None
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_hex(32) + "\n")
         print(f"made a new grading key: {path}", file=sys.stderr)

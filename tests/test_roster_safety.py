@@ -511,7 +511,7 @@ def test_canvas_export(tmp_path, graded):
     assert points[0] == "Points Possible" and points[header.index(STEM)] == "3"
     by_student = {row[0]: row for row in students}
     assert {k: int(by_student[k][header.index(STEM)]) for k in HONEST} == HONEST
-    assert by_student["bob"][2] == "bob"  # SIS User ID
+    assert by_student["bob"][1:5] == ["", "bob", "bob", ""]  # ID, SIS User ID, Login, Section
 
 
 class _Tags(HTMLParser):

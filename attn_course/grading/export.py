@@ -5,10 +5,11 @@
 * ``canvas.csv``: Canvas's gradebook import format. The columns Canvas reads, in its order:
   ``Student, ID, SIS User ID, SIS Login ID, Section``, then one column per assignment; a
   second row ``Points Possible``. Here an assignment is a course notebook (points: checks
-  passed); the student id fills ``Student`` and ``SIS User ID`` (Canvas matches a row by
-  ``ID`` or ``SIS User ID``), the other identity columns stay empty. A column named after no
-  existing assignment makes a new one on import; rename it to ``Name (canvas id)`` to fill an
-  existing one.
+  passed). Canvas's importer matches a row by ``ID`` (Canvas's own user id, unknown here, left
+  empty), then ``SIS User ID``, then ``SIS Login ID``, then the name: the student id fills
+  ``Student`` and both SIS columns. A column named after no existing assignment makes a new
+  one on import (its points from the ``Points Possible`` row); rename it to
+  ``Name (canvas id)`` to fill an existing one.
 
 Every text cell goes through ``escape.csv_cell`` (formula injection, control characters).
 """
@@ -63,5 +64,6 @@ def write_canvas(students: list[dict], path: Path) -> None:
     for student in sorted(students, key=lambda s: s["student"]):
         passed = _passed(student)
         points = [sum(i in passed for i in ids[nb]) for nb in notebooks]
-        rows.append([student["student"], "", student["student"], "", "", *points])
+        student_id = student["student"]
+        rows.append([student_id, "", student_id, student_id, "", *points])
     _write(path, rows)

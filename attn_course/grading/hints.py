@@ -200,6 +200,9 @@ HINTS: dict[str, str] = {
     "and the ones just before it; visit key blocks up to the query block's END.",
     "tiled_diagonal_unmasked": "the diagonal tile is not masked: inside it, keys "
     "after a query are the future; mask them (key position > query position).",
+    "tiled_top_left": "with fewer queries than keys, the queries are the LAST positions (as "
+    "with a KV cache): query i sits at position num_keys - num_queries + i and sees the keys up "
+    "to it. Yours treats query i as position i.",
 }
 
 NUMPY_HINTS: dict[str, str] = {

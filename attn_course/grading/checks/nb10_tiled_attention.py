@@ -117,20 +117,18 @@ def check_attention_tile(func: Callable[..., object]) -> str:
 def _tiled_with(mistake: str, q, k, v, causal: bool, block_size: int) -> torch.Tensor:
     """Causal ``tiled_attention`` with ``mistake`` in the choice of key blocks or their mask."""
     num_queries, num_keys = q.shape[-2], k.shape[-2]
+    offset = 0 if mistake == "tiled_top_left" else num_keys - num_queries
     q = q / k.shape[-1] ** 0.5
     context = torch.zeros(*q.shape[:-1], v.shape[-1])
     for q_start in range(0, num_queries, block_size):
         q_end = min(q_start + block_size, num_queries)
         m = torch.full((*q.shape[:-2], q_end - q_start, 1), -torch.inf)
         s, acc = torch.zeros(m.shape), torch.zeros(*m.shape[:-1], v.shape[-1])
-        k_stop = min(q_end, num_keys)
-        if mistake == "tiled_diagonal_skipped":
-            k_stop = min(q_start, num_keys)
+        k_stop = offset + (q_start if mistake == "tiled_diagonal_skipped" else q_end)
         for k_start in range(0, k_stop, block_size):
             k_end = min(k_start + block_size, num_keys)
-            mask: torch.Tensor | None = (
-                torch.arange(k_start, k_end)[None, :] > torch.arange(q_start, q_end)[:, None]
-            )
+            rows = offset + torch.arange(q_start, q_end)[:, None]
+            mask: torch.Tensor | None = torch.arange(k_start, k_end)[None, :] > rows
             if mistake == "tiled_diagonal_unmasked":
                 mask = None
             kb, vb = k[..., k_start:k_end, :], v[..., k_start:k_end, :]
@@ -162,10 +160,10 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
             )
             mistakes = {}
             if causal:
-                mistakes = {
-                    name: _tiled_with(name, q, k, v, causal, block_size)
-                    for name in ("tiled_diagonal_skipped", "tiled_diagonal_unmasked")
-                }
+                names = ["tiled_diagonal_skipped", "tiled_diagonal_unmasked"]
+                if nq != nk:
+                    names.append("tiled_top_left")
+                mistakes = {name: _tiled_with(name, q, k, v, causal, block_size) for name in names}
             expect_close(got, want, what, mistakes)
             if largest >= q[..., 0].numel() * nk and nq * nk > block_size**2:
                 raise CheckFailed(

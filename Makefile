@@ -22,7 +22,7 @@ PYTEST_EXTRA ?=
 
 comma := ,
 
-.PHONY: help lab test test-fast lint chromium notebooks exercises bench clean python supported-pythons
+.PHONY: help lab test test-fast lint chromium bubblewrap notebooks exercises bench clean python supported-pythons
 .DEFAULT_GOAL := help
 
 ## help: list these targets
@@ -42,7 +42,7 @@ lab: $(READY)
 	$(BIN)/python -m attn_course lab
 
 ## test: set up and run every test
-test: $(READY) chromium
+test: $(READY) chromium bubblewrap
 	$(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
@@ -65,6 +65,19 @@ chromium:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	else \
 		echo "browser test: $(CHROMIUM) is missing and needs root + apt-get; it will be skipped"; \
+	fi
+
+# The grader runs every submission's kernel in Debian's bubblewrap sandbox (grade --roster
+# refuses to run without it; the sandbox tests skip, saying why). Install it once.
+BWRAP := /usr/bin/bwrap
+bubblewrap:
+	@if [ -x $(BWRAP) ]; then \
+		echo "grading sandbox: using $(BWRAP)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "grading sandbox: installing Debian's bubblewrap (apt-get update; apt-get install -y bubblewrap)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; \
+	else \
+		echo "grading sandbox: $(BWRAP) is missing and needs root + apt-get (sudo apt-get install bubblewrap); the sandbox tests will be skipped"; \
 	fi
 
 ## notebooks: re-execute lecture and solution notebooks in place (the only way outputs change)

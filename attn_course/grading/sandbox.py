@@ -1,0 +1,179 @@
+"""The sandbox every submission's kernel runs in: Debian's bubblewrap (``bwrap``).
+
+Why bubblewrap: it is the sandbox of Flatpak, small, audited and packaged by every Linux
+distribution (one apt package, no daemon), and it gives what mature graders get from a
+throw-away container per submission (otter-grader, PrairieLearn) with Linux namespaces
+alone: a mount namespace holding only what we bind, new PID, network, IPC and UTS
+namespaces, ``--die-with-parent`` and ``--new-session``. A kernel starts in it in well
+under a second more than without it. Docker or podman would need a daemon or an image;
+nsjail and firejail are less widely packaged.
+
+What the kernel sees (``command``):
+
+* read-only: ``/usr`` (and the ``/bin``, ``/lib`` links), the venv and the Python it was
+  made from, and the course package alone (``/opt/attn-course/attn_course``, first on
+  ``PYTHONPATH``), never the checkout around it;
+* its own ``/proc`` (the processes of this sandbox only) and a minimal ``/dev``;
+* a private home and ``/tmp``, each a tmpfs of ``SCRATCH_BYTES``;
+* the kernel's own runtime folder (its connection file and ZeroMQ ``ipc`` sockets), made
+  by the grader for this kernel alone;
+* an environment of ``ENV_ALLOWED`` only, no network (not even loopback to the host), no
+  terminal (stdin/stdout/stderr are /dev/null), no capabilities.
+
+Limits, set by the Linux kernel (``prlimit``, util-linux), not by Python code the learner
+could undo: ``LIMITS`` (address space, processes, CPU seconds, file size, open files, no
+core dumps). When the grader runs as root, bwrap runs privileged (no user namespace) and
+the kernel is started by ``setpriv`` as an unprivileged user id of its own
+(``SANDBOX_UID_BASE`` + n): root ignores the process limit, an unprivileged user does not.
+Run as another user, bwrap maps that user to uid 1000 in a user namespace of its own.
+
+Killing the bwrap process ends the sandbox: its PID namespace dies with its first
+process (``--die-with-parent``), and every process in it, detached or not, with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["INSTALL", "LIMITS", "available", "command", "environment", "kernel_uid"]
+
+INSTALL = "sudo apt-get install bubblewrap"  # Debian and Ubuntu
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # attn_course/
+COURSE_ROOT = "/opt/attn-course"  # where the package is bound in the sandbox
+HOME = "/home/learner"
+SCRATCH_BYTES = 256 << 20  # each of the home and /tmp tmpfs
+LIMITS = {  # prlimit option -> value
+    "as": 6 << 30,  # bytes of address space (torch and the kernel take about 1 GiB)
+    "nproc": 256,  # processes and threads of the sandbox's user
+    "cpu": 1800,  # CPU seconds of one process
+    "fsize": 128 << 20,  # bytes of one file
+    "nofile": 1024,  # open files
+    "core": 0,  # no core dumps
+}
+ENV_ALLOWED = ("LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ")
+SANDBOX_UID_BASE = 61000  # root: kernel n runs as uid SANDBOX_UID_BASE + n % 1000
+_uids = itertools.count()
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def kernel_uid() -> int | None:
+    """The unprivileged uid for the next kernel when the grader is root, else None."""
+    return SANDBOX_UID_BASE + next(_uids) % 1000 if os.geteuid() == 0 else None
+
+
+def _dirs_for(*paths: str) -> list[str]:
+    """``--dir`` for every ancestor of ``paths`` (bwrap would make them mode 0700)."""
+    made = ("/", "/tmp")  # already there
+    ancestors = sorted({str(p) for path in paths for p in Path(path).parents if str(p) not in made})
+    return [arg for a in ancestors for arg in ("--perms", "0755", "--dir", a)]
+
+
+def scratch(path: str) -> list[str]:
+    """A private tmpfs of SCRATCH_BYTES at ``path`` that anyone may write (like /tmp)."""
+    return ["--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", path]
+
+
+def command(argv: list[str], runtime: Path, uid: int | None) -> list[str]:
+    """``argv`` (the kernel's command) wrapped in prlimit and bwrap, the way this doc says."""
+    venv, base = Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()
+    binds = [str(p) for p in dict.fromkeys([venv, base]) if not str(p).startswith("/usr/")]
+    package = f"{COURSE_ROOT}/attn_course"
+    namespaces = (
+        ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        + ["--unshare-cgroup-try"]
+        if uid is not None
+        else ["--unshare-all", "--uid", "1000", "--gid", "1000", "--disable-userns"]
+    )
+    links = [
+        arg
+        for name in ("bin", "lib", "lib64", "sbin")
+        if Path(f"/{name}").is_symlink()
+        for arg in ("--symlink", os.readlink(f"/{name}"), f"/{name}")
+    ]
+    drop = (
+        [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
+        if uid is not None
+        else []
+    )
+    limits = [f"--{name}={value}" for name, value in LIMITS.items()]
+    return [
+        "prlimit",
+        *limits,
+        "--",
+        _bwrap() or "bwrap",
+        *namespaces,
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        *links,
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *[arg for d in ("/tmp", HOME) for arg in scratch(d)],
+        *_dirs_for(*binds, package, str(runtime)),
+        *[arg for path in binds for arg in ("--ro-bind", path, path)],
+        "--ro-bind",
+        str(PACKAGE_DIR),
+        package,
+        "--bind",
+        str(runtime),
+        str(runtime),
+        "--chdir",
+        HOME,
+        *drop,
+        *argv,
+    ]
+
+
+def environment(extra: dict[str, str]) -> dict[str, str]:
+    """The kernel's whole environment: an allow-list, nothing else of the grader's."""
+    kept = {k: os.environ[k] for k in ENV_ALLOWED if k in os.environ}
+    return {
+        **kept,
+        "PATH": "/usr/bin:/bin",
+        "HOME": HOME,
+        "PYTHONPATH": COURSE_ROOT,
+        "MPLBACKEND": "Agg",
+        **extra,
+    }
+
+
+@functools.cache
+def available() -> str | None:
+    """None when bwrap can make a sandbox here; else a sentence saying why not."""
+    if _bwrap() is None:
+        return f"the grading sandbox needs bubblewrap (bwrap), which is not installed: {INSTALL}"
+    if shutil.which("prlimit") is None or (os.geteuid() == 0 and not shutil.which("setpriv")):
+        return "the grading sandbox needs prlimit and setpriv (Debian's util-linux)"
+    runtime = Path("/tmp")  # any folder: the trial only runs `true`
+    trial = command(["/usr/bin/true"], runtime, kernel_uid())
+    try:
+        done = subprocess.run(trial, capture_output=True, text=True, timeout=30, env={})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not make a sandbox here: {exc}"
+    if done.returncode != 0:
+        return f"bubblewrap could not make a sandbox here: {done.stderr.strip()[:300]}"
+    return None

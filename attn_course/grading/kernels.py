@@ -14,9 +14,11 @@ Every notebook gets a kernel of its own: nothing is shared between submissions.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -75,37 +77,21 @@ class Kernel:
         from jupyter_client.connect import write_connection_file
 
         self.sandboxed, self.lost, self.deadline = sandboxed, False, float("inf")
-        self.runtime = Path(tempfile.mkdtemp(prefix="attn-kernel-"))
+        self.runtime = Path(tempfile.mkdtemp(prefix="attn-kernel-"))  # the grader's only
         connection = self.runtime / "kernel.json"
-        write_connection_file(
-            str(connection), ip=str(self.runtime / "zmq"), transport="ipc", key=_key()
-        )
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection)]
+        inside = sandbox.RUNTIME if sandboxed else str(self.runtime)
+        write_connection_file(str(connection), ip=f"{inside}/zmq", transport="ipc", key=_key())
+        kernel_file = sandbox.CONNECTION_FILE if sandboxed else str(connection)
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", kernel_file]
         argv.append("--IPKernelApp.log_level=ERROR")
-        if sandboxed:
-            uid = sandbox.kernel_uid()
-            if uid is not None:
-                for path in (self.runtime, connection):
-                    os.chown(path, uid, uid)
-            command = sandbox.command(argv, self.runtime, uid)
-            env = sandbox.environment({OFFICIAL_ENV: "1"})
-        else:
-            command = argv
-            paths = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.getenv("PYTHONPATH")]))
-            env = {**os.environ, OFFICIAL_ENV: "1", "PYTHONPATH": paths}
-        self.process = subprocess.Popen(
-            command,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # no terminal, and signals to the grader's group miss it
-        )
         self.context = zmq.Context()
         self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         self.client = BlockingKernelClient(context=self.context)
         self.client.load_connection_file(str(connection))
         try:
+            self.process = self._launch(argv, connection) if sandboxed else self._plain(argv)
+            if sandboxed:  # its sockets, seen from here: through the sandbox's root
+                self.client.ip = f"/proc/{self.sandbox_pid}/root{sandbox.RUNTIME}/zmq"
             self.client.start_channels(hb=False)
             self._wait_for_ready(time.monotonic() + START_TIMEOUT)
             if preload:  # pays the import of torch before the learner's first cell
@@ -113,6 +99,44 @@ class Kernel:
         except BaseException:
             self.shutdown()
             raise
+
+    def _launch(self, argv: list[str], connection: Path) -> subprocess.Popen:
+        """Start ``argv`` in the sandbox; ``sandbox_pid``: its first process, seen from here."""
+        info_read, info_write = os.pipe()
+        with connection.open("rb") as data:
+            fds = (data.fileno(), info_write)
+            command = sandbox.command(argv, sandbox.kernel_uid(), *fds)
+            try:
+                process = subprocess.Popen(
+                    command,
+                    env=sandbox.environment({OFFICIAL_ENV: "1"}),
+                    pass_fds=fds,
+                    **_DETACHED,
+                )
+            finally:
+                os.close(info_write)
+        text, deadline = b"", time.monotonic() + START_TIMEOUT
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([info_read], [], [], deadline - time.monotonic())
+                chunk = os.read(info_read, 65536) if ready else b""
+                text += chunk
+                try:
+                    self.sandbox_pid = int(json.loads(text)["child-pid"])
+                    return process
+                except (ValueError, KeyError, TypeError):
+                    if not chunk:
+                        break
+        finally:
+            os.close(info_read)
+        process.kill()
+        raise KernelLost("the sandbox did not start")
+
+    def _plain(self, argv: list[str]) -> subprocess.Popen:
+        """Start ``argv`` as the grader's own user (``--no-sandbox``)."""
+        paths = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.getenv("PYTHONPATH")]))
+        env = {**os.environ, OFFICIAL_ENV: "1", "PYTHONPATH": paths}
+        return subprocess.Popen(argv, env=env, **_DETACHED)
 
     def _wait_for_ready(self, deadline: float) -> None:
         while time.monotonic() < deadline:
@@ -223,7 +247,16 @@ class Kernel:
             self.context.destroy(linger=0)
         except Exception:  # never connected
             pass
-        shutil.rmtree(self.runtime, ignore_errors=True)
+        shutil.rmtree(self.runtime, ignore_errors=True)  # the grader's files only
+
+
+# no terminal; a session of its own, so signals to the grader's process group miss it
+_DETACHED: dict = {
+    "stdin": subprocess.DEVNULL,
+    "stdout": subprocess.DEVNULL,
+    "stderr": subprocess.DEVNULL,
+    "start_new_session": True,
+}
 
 
 def _key() -> bytes:

@@ -15,8 +15,9 @@ What the kernel sees (``command``):
   ``PYTHONPATH``), never the checkout around it;
 * its own ``/proc`` (the processes of this sandbox only) and a minimal ``/dev``;
 * a private home and ``/tmp``, each a tmpfs of ``SCRATCH_BYTES``;
-* the kernel's own runtime folder (its connection file and ZeroMQ ``ipc`` sockets), made
-  by the grader for this kernel alone;
+* ``/run/kernel``, a tiny tmpfs with a read-only copy of its connection file, where it
+  makes its ZeroMQ ``ipc`` sockets; the grader reaches them through
+  ``/proc/PID/root/run/kernel``. No folder of the host is writable in the sandbox;
 * an environment of ``ENV_ALLOWED`` only, no network (not even loopback to the host), no
   terminal (stdin/stdout/stderr are /dev/null), no capabilities.
 
@@ -47,6 +48,9 @@ INSTALL = "sudo apt-get install bubblewrap"  # Debian and Ubuntu
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # attn_course/
 COURSE_ROOT = "/opt/attn-course"  # where the package is bound in the sandbox
 HOME = "/home/learner"
+RUNTIME = "/run/kernel"  # the kernel's connection file and ZeroMQ ipc sockets
+CONNECTION_FILE = f"{RUNTIME}/kernel.json"
+RUNTIME_BYTES = 1 << 20
 SCRATCH_BYTES = 256 << 20  # each of the home and /tmp tmpfs
 LIMITS = {  # prlimit option -> value
     "as": 6 << 30,  # bytes of address space (torch and the kernel take about 1 GiB)
@@ -72,7 +76,7 @@ def kernel_uid() -> int | None:
 
 def _dirs_for(*paths: str) -> list[str]:
     """``--dir`` for every ancestor of ``paths`` (bwrap would make them mode 0700)."""
-    made = ("/", "/tmp")  # already there
+    made = ("/",)
     ancestors = sorted({str(p) for path in paths for p in Path(path).parents if str(p) not in made})
     return [arg for a in ancestors for arg in ("--perms", "0755", "--dir", a)]
 
@@ -82,8 +86,13 @@ def scratch(path: str) -> list[str]:
     return ["--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", path]
 
 
-def command(argv: list[str], runtime: Path, uid: int | None) -> list[str]:
-    """``argv`` (the kernel's command) wrapped in prlimit and bwrap, the way this doc says."""
+def command(argv: list[str], uid: int | None, connection_fd: int, info_fd: int) -> list[str]:
+    """``argv`` (the kernel's command) wrapped in prlimit and bwrap, the way this doc says.
+
+    ``connection_fd`` is read into ``CONNECTION_FILE`` (read-only); bwrap writes the host
+    PID of the sandbox's first process to ``info_fd`` (JSON), whose ``/proc/PID/root`` is
+    the way in to the kernel's sockets.
+    """
     venv, base = Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()
     binds = [str(p) for p in dict.fromkeys([venv, base]) if not str(p).startswith("/usr/")]
     package = f"{COURSE_ROOT}/attn_course"
@@ -133,14 +142,24 @@ def command(argv: list[str], runtime: Path, uid: int | None) -> list[str]:
         "--dev",
         "/dev",
         *[arg for d in ("/tmp", HOME) for arg in scratch(d)],
-        *_dirs_for(*binds, package, str(runtime)),
+        *_dirs_for(*binds, package),
         *[arg for path in binds for arg in ("--ro-bind", path, path)],
         "--ro-bind",
         str(PACKAGE_DIR),
         package,
-        "--bind",
-        str(runtime),
-        str(runtime),
+        "--perms",
+        "1777",
+        "--size",
+        str(RUNTIME_BYTES),
+        "--tmpfs",
+        RUNTIME,
+        "--perms",
+        "0444",
+        "--ro-bind-data",
+        str(connection_fd),
+        CONNECTION_FILE,
+        "--info-fd",
+        str(info_fd),
         "--chdir",
         HOME,
         *drop,
@@ -168,12 +187,15 @@ def available() -> str | None:
         return f"the grading sandbox needs bubblewrap (bwrap), which is not installed: {INSTALL}"
     if shutil.which("prlimit") is None or (os.geteuid() == 0 and not shutil.which("setpriv")):
         return "the grading sandbox needs prlimit and setpriv (Debian's util-linux)"
-    runtime = Path("/tmp")  # any folder: the trial only runs `true`
-    trial = command(["/usr/bin/true"], runtime, kernel_uid())
-    try:
-        done = subprocess.run(trial, capture_output=True, text=True, timeout=30, env={})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap could not make a sandbox here: {exc}"
+    with open(os.devnull, "rb") as empty, open(os.devnull, "wb") as info:
+        fds = (empty.fileno(), info.fileno())  # an empty connection file; `true` needs none
+        trial = command(["/usr/bin/true"], kernel_uid(), *fds)
+        try:
+            done = subprocess.run(
+                trial, capture_output=True, text=True, timeout=30, env={}, pass_fds=fds
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap could not make a sandbox here: {exc}"
     if done.returncode != 0:
         return f"bubblewrap could not make a sandbox here: {done.stderr.strip()[:300]}"
     return None

@@ -2,7 +2,8 @@
 
     python benchmarks/bench_grading.py [--students 100] [--notebooks 00,01,...] [--jobs 2]
 
-Prints wall times, where the time goes (the command's imports, waiting for a kernel, the
+Prints wall times (one notebook in the sandbox and with ``--no-sandbox``: the sandbox's
+cost per notebook), where the time goes (the command's imports, waiting for a kernel, the
 learner's cells, the checks) and notebooks per minute, each next to a reference measured in
 the same run (``python -c "import torch"``), since these machines are shared and noisy. The
 class comes from ``make_class.py``: the solutions with random mistakes, a fresh kernel per
@@ -85,19 +86,15 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "one.json"
-        one = wall(
-            python,
-            "-m",
-            "attn_course",
-            "grade",
-            "solutions/01_causal_attention.ipynb",
-            "--json",
-            str(report),
-        )
+        command = [python, "-m", "attn_course", "grade", "solutions/01_causal_attention.ipynb"]
+        plain = median_wall([*command, "--no-sandbox"])
+        one = median_wall([*command, "--json", str(report)])
         (notebook,) = json.loads(report.read_text())["notebooks"]
         print(
-            f"\none notebook (01, 4 checks) through the command: {one:.2f} s wall "
-            f"({one / torch_import:.1f} x import torch)"
+            f"\none notebook (01, 4 checks) through the command, median of 3: {one:.2f} s wall "
+            f"({one / torch_import:.2f} x import torch) in the sandbox, {plain:.2f} s "
+            f"({plain / torch_import:.2f} x) with --no-sandbox: the sandbox costs "
+            f"{one - plain:+.2f} s per notebook"
         )
         for phase, seconds in notebook["timings"].items():
             print(f"  {phase:<14}{seconds:6.2f} s")

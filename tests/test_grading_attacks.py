@@ -196,6 +196,19 @@ def forged(request):
 
 agent.serve = forged"""
 
+# Full attention, hidden from the in-kernel monitor of tiled_attention (its dispatch mode is
+# switched off around the work): the kernel's memory, measured from outside, still tells.
+UNMONITORED = """
+from torch.utils._python_dispatch import _disable_current_modes
+
+def tiled_attention(queries, keys, values, causal=False, block_size=64):
+    with _disable_current_modes():
+        scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+        if causal:
+            hidden = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(hidden, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ values"""
+
 
 def write_notebook(path: Path, sources: list[str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -235,6 +248,10 @@ def graded(tmp_path_factory):
     }
     for name, attack in attacks.items():
         write_notebook(roster / name / f"{STEM}.ipynb", [IMPORTS, attack, *ORACLE])
+    write_notebook(
+        roster / "unmonitored" / "10_tiled_attention.ipynb",
+        [IMPORTS, UNMONITORED, 'check("tiled_attention", tiled_attention)'],
+    )
     start = time.monotonic()
     process = subprocess.run(
         [sys.executable, "-m", "attn_course", "grade", "--roster", str(roster), "--out", str(out)],
@@ -257,7 +274,10 @@ def graded(tmp_path_factory):
 
 def test_every_attack_earns_nothing(graded):
     rows, students, attacks, _, _ = graded
-    assert set(rows) == {"classmate", *attacks}
+    assert set(rows) == {"classmate", "unmonitored", *attacks}
+    (report,) = students["unmonitored"]["notebooks"]
+    (tiled,) = [c for c in report["checks"] if c["id"] == "tiled_attention"]
+    assert tiled["status"] == "failed" and "memory grew" in tiled["message"]
     for name in attacks:
         (report,) = students[name]["notebooks"]
         verdicts = {c["id"]: (c["status"], c["message"]) for c in report["checks"]}

@@ -267,6 +267,7 @@ def call(
     train=None,
     backward_seed=None,
     track_largest=False,
+    peak_memory=False,
 ):
     """Call ``func``; the result, the arguments afterwards and whatever the options ask for.
 
@@ -278,6 +279,8 @@ def call(
             return the gradients of the first argument and of ``func``'s parameters.
         track_largest: also return ``largest``, the most elements of any tensor an
             operator returned during the call (tiled attention must stay below n x n).
+        peak_memory: also return ``peak_memory``: None here; official grading measures it
+            from outside the kernel (``Remote.call``).
     """
     kwargs = kwargs or {}
     reply: dict = {}
@@ -306,6 +309,8 @@ def call(
     if backward_seed is not None:
         reply["grads"] = _backward(func, reply["result"], args, backward_seed)
     reply["after"] = [_after(a) for a in (*args, *kwargs.values())]
+    if peak_memory:
+        reply["peak_memory"] = None
     return reply
 
 

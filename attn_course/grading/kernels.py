@@ -222,6 +222,39 @@ class Kernel:
                     self.client.iopub_channel.socket.poll(50)
                 return ({"status": "timeout"} if interrupted else msg["content"]), replies
 
+    def _processes(self) -> list[int]:
+        """The host PIDs of the kernel's processes (the sandbox's, all of them)."""
+        found, todo = [], [getattr(self, "sandbox_pid", self.process.pid)]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                try:
+                    todo += [int(child) for child in task.read_text().split()]
+                except (OSError, ValueError):  # gone meanwhile
+                    pass
+        return found
+
+    def reset_peak_memory(self) -> None:
+        """Start measuring ``peak_memory`` now (resets the Linux kernel's peak RSS counters)."""
+        self._memory_base = 0
+        for pid in self._processes():
+            try:
+                Path(f"/proc/{pid}/clear_refs").write_text("5")
+                self._memory_base += _status_bytes(pid, "VmRSS")
+            except OSError:
+                pass
+
+    def peak_memory(self) -> int | None:
+        """Bytes of resident memory the kernel's processes gained at their peak since
+        ``reset_peak_memory``, as the Linux kernel counted them (nothing the learner's
+        code can reach); None when it cannot be read here."""
+        try:
+            peak = sum(_status_bytes(pid, "VmHWM") for pid in self._processes())
+        except OSError:
+            return None
+        return max(0, peak - getattr(self, "_memory_base", 0))
+
     def _interrupt(self) -> None:
         """SIGINT to the kernel, sent by the kernel itself (ipykernel's interrupt_request):
         the grader cannot see into the sandbox's PID namespace, and needs not."""
@@ -248,6 +281,14 @@ class Kernel:
         except Exception:  # never connected
             pass
         shutil.rmtree(self.runtime, ignore_errors=True)  # the grader's files only
+
+
+def _status_bytes(pid: int, field: str) -> int:
+    """A ``kB`` field of /proc/PID/status, in bytes (0 for a process without memory)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 # no terminal; a session of its own, so signals to the grader's process group miss it

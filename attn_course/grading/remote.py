@@ -327,8 +327,19 @@ class Remote:
         return self.call(args, kwargs)["result"]
 
     def call(self, args: tuple, kwargs: dict, **options: object) -> dict:
-        """The agent's call reply: ``result``, ``after`` (the arguments), ``sdpa_calls``..."""
-        return self._session.request("call", self, *args, kwargs=kwargs, options=options)
+        """The agent's call reply: ``result``, ``after`` (the arguments), ``sdpa_calls``...
+
+        ``peak_memory=True`` adds ``peak_memory``: the bytes the kernel's memory grew by
+        during the call, measured from here, outside the learner's reach.
+        """
+        kernel = self._session.kernel
+        measure = options.pop("peak_memory", False)
+        if measure:
+            kernel.reset_peak_memory()
+        reply = self._session.request("call", self, *args, kwargs=kwargs, options=options)
+        if measure and isinstance(reply, dict):
+            reply["peak_memory"] = kernel.peak_memory()
+        return reply
 
     def __repr__(self) -> str:
         return f"<learner's {self._info.get('kind')} {self.__name__}>"

@@ -173,4 +173,22 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
                     f"{largest} elements, as large as all the (num_queries, num_keys) "
                     "scores: work on one (block_size, block_size) tile at a time."
                 )
+    _check_memory(func)
     return "tiled attention equals full attention, causal or not, for any length and block size."
+
+
+def _check_memory(func: Callable[..., object], n: int = 4096, block_size: int = 256) -> None:
+    """On ``n`` tokens the (n, n) scores take 64 MiB: the kernel's memory, measured from
+    outside it in official grading (``peak_memory``), must not grow by that much."""
+    q, k, v = (randn(1, 1, n, 8, seed=seed) for seed in (420, 421, 422))
+    what = f"tiled_attention(queries {tuple(q.shape)}, causal=False, block_size={block_size})"
+    reply = call_pure_reply(func, (q, k, v, False, block_size), peak_memory=True)
+    expect_close(reply["result"], tiled_attention(q, k, v, False, block_size), what)
+    scores = n * n * q.element_size()
+    grown = reply.get("peak_memory")
+    if isinstance(grown, int) and grown >= 0.75 * scores:
+        raise CheckFailed(
+            f"{what}: right values, but the kernel's memory grew by {grown / 2**20:.0f} MiB, "
+            f"as much as all the ({n}, {n}) scores ({scores / 2**20:.0f} MiB): work on one "
+            "(block_size, block_size) tile at a time."
+        )

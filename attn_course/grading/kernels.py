@@ -49,6 +49,7 @@ START_ATTEMPTS = 2  # a kernel start can fail on a loaded machine ("died before 
 START_TIMEOUT = 120  # seconds a kernel may take to start and import torch
 INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it is killed
 MAX_MESSAGE_BYTES = 96 << 20  # ZeroMQ drops (and disconnects) any larger message
+_CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 MAX_DRAIN = 1000  # messages dropped per look at the output channel
 OUTPUT_GRACE = 5.0  # seconds the outputs of a request may trail its reply
 
@@ -72,24 +73,34 @@ class Kernel:
         sandboxed: bool = True,
         preload: str = "import torch, numpy, attn_course.grading",
     ):
-        import zmq
-        from jupyter_client.blocking import BlockingKernelClient
-        from jupyter_client.connect import write_connection_file
-
         self.sandboxed, self.lost, self.deadline = sandboxed, False, float("inf")
         self.runtime = Path(tempfile.mkdtemp(prefix="attn-kernel-"))  # the grader's only
         connection = self.runtime / "kernel.json"
         inside = sandbox.RUNTIME if sandboxed else str(self.runtime)
-        write_connection_file(str(connection), ip=f"{inside}/zmq", transport="ipc", key=_key())
+        ports = dict(zip(_CHANNELS, range(1, 6), strict=True))  # ipc: socket file suffixes
+        connection.write_text(
+            json.dumps(
+                {
+                    **ports,
+                    "transport": "ipc",
+                    "ip": f"{inside}/zmq",
+                    "key": secrets.token_hex(32),
+                    "signature_scheme": "hmac-sha256",
+                }
+            )
+        )
         kernel_file = sandbox.CONNECTION_FILE if sandboxed else str(connection)
         argv = [sys.executable, "-m", "ipykernel_launcher", "-f", kernel_file]
         argv.append("--IPKernelApp.log_level=ERROR")
-        self.context = zmq.Context()
-        self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-        self.client = BlockingKernelClient(context=self.context)
-        self.client.load_connection_file(str(connection))
-        try:
+        try:  # the kernel starts first: the imports below overlap with its start
             self.process = self._launch(argv, connection) if sandboxed else self._plain(argv)
+            import zmq
+            from jupyter_client.blocking import BlockingKernelClient
+
+            self.context = zmq.Context()
+            self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+            self.client = BlockingKernelClient(context=self.context)
+            self.client.load_connection_file(str(connection))
             if sandboxed:  # its sockets, seen from here: through the sandbox's root
                 self.client.ip = f"/proc/{self.sandbox_pid}/root{sandbox.RUNTIME}/zmq"
             self.client.start_channels(hb=False)
@@ -298,10 +309,6 @@ _DETACHED: dict = {
     "stderr": subprocess.DEVNULL,
     "start_new_session": True,
 }
-
-
-def _key() -> bytes:
-    return secrets.token_hex(32).encode()
 
 
 def start_kernel(sandboxed: bool = True) -> Kernel:

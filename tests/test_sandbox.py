@@ -45,11 +45,11 @@ print(json.dumps(seen))
 """
 
 
-def run_in_sandbox(*args: str) -> dict:
+def run_in_sandbox(*args: str, cgroup=None) -> dict:
     with open(os.devnull, "rb") as empty, open(os.devnull, "wb") as info:
         fds = (empty.fileno(), info.fileno())
         argv = [sys.executable, "-c", PROBE, *args]
-        command = sandbox.command(argv, sandbox.kernel_uid(), *fds)
+        command = sandbox.command(argv, sandbox.kernel_uid(), *fds, cgroup)
         done = subprocess.run(
             command,
             pass_fds=fds,
@@ -73,8 +73,16 @@ def test_a_process_in_the_sandbox_sees_and_reaches_nothing_of_the_grader(tmp_pat
         f"{sys.prefix}/planted.pth",
         str(host_file),
     ]
-    seen = run_in_sandbox(str(listener.getsockname()[1]), *targets)
+    group = sandbox.memory_cgroup()  # None where the grader may not make one
+    try:
+        seen = run_in_sandbox(str(listener.getsockname()[1]), *targets, cgroup=group)
+        if group is not None:  # the probe's memory was charged to the sandbox's cgroup
+            assert int((group / "memory.max_usage_in_bytes").read_text()) > 1 << 20
+            assert int((group / "memory.limit_in_bytes").read_text()) == sandbox.MEMORY_BYTES
+    finally:
+        sandbox.remove_cgroup(group)
     listener.close()
+    assert group is None or not group.exists()
     assert seen["uid"] != 0  # never root, even when the grader is
     assert set(seen["env"]) <= {*sandbox.ENV_ALLOWED, "PATH", "HOME", "PYTHONPATH", "PWD"} | {
         "MPLBACKEND"
@@ -99,4 +107,5 @@ def test_the_readme_states_the_sandbox_as_built():
     assert f"{limits['fsize'] >> 20} MiB per file" in text
     assert f"{limits['nofile']:,} open files" in text
     assert f"`/tmp` of {sandbox.SCRATCH_BYTES >> 20} MiB each" in text
+    assert f"a memory cgroup of {sandbox.MEMORY_BYTES >> 30} GiB" in text
     assert resource.RLIM_INFINITY not in limits.values()

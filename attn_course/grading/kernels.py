@@ -116,7 +116,8 @@ class Kernel:
         info_read, info_write = os.pipe()
         with connection.open("rb") as data:
             fds = (data.fileno(), info_write)
-            command = sandbox.command(argv, sandbox.kernel_uid(), *fds)
+            self.cgroup = sandbox.memory_cgroup()
+            command = sandbox.command(argv, sandbox.kernel_uid(), *fds, self.cgroup)
             try:
                 process = subprocess.Popen(
                     command,
@@ -292,6 +293,7 @@ class Kernel:
         except Exception:  # never connected
             pass
         shutil.rmtree(self.runtime, ignore_errors=True)  # the grader's files only
+        sandbox.remove_cgroup(getattr(self, "cgroup", None))
 
 
 def _status_bytes(pid: int, field: str) -> int:

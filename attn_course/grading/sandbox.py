@@ -23,9 +23,12 @@ What the kernel sees (``command``):
 
 Limits, set by the Linux kernel (``prlimit``, util-linux), not by Python code the learner
 could undo: ``LIMITS`` (address space, processes, CPU seconds, file size, open files, no
-core dumps). When the grader runs as root, bwrap runs privileged (no user namespace) and
-the kernel is started by ``setpriv`` as an unprivileged user id of its own
-(``SANDBOX_UID_BASE`` + n): root ignores the process limit, an unprivileged user does not.
+core dumps); and, where the grader may make one (cgroup v1, e.g. as root), a memory cgroup
+of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included.
+
+When the grader runs as root, bwrap runs privileged (no user namespace) and the kernel is
+started by ``setpriv`` as an unprivileged user id of its own (``SANDBOX_UID_BASE`` + n):
+root ignores the process limit, an unprivileged user does not.
 Run as another user, bwrap maps that user to uid 1000 in a user namespace of its own.
 
 Killing the bwrap process ends the sandbox: its PID namespace dies with its first
@@ -40,6 +43,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 __all__ = ["INSTALL", "LIMITS", "available", "command", "environment", "kernel_uid"]
@@ -61,6 +66,7 @@ LIMITS = {  # prlimit option -> value
     "core": 0,  # no core dumps
 }
 ENV_ALLOWED = ("LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ")
+MEMORY_BYTES = 8 << 30  # all the sandbox's processes together, where a cgroup can be made
 SANDBOX_UID_BASE = 61000  # root: kernel n runs as uid SANDBOX_UID_BASE + n % 1000
 _uids = itertools.count()
 
@@ -86,15 +92,50 @@ def scratch(path: str) -> list[str]:
     return ["--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", path]
 
 
-def command(argv: list[str], uid: int | None, connection_fd: int, info_fd: int) -> list[str]:
+def memory_cgroup() -> Path | None:
+    """A new memory cgroup (v1) under the grader's own, limited to MEMORY_BYTES; None where
+    the grader cannot make one (then only the per-process address-space limit holds)."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "memory" in controllers.split(","):
+                parent = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+                group = Path(tempfile.mkdtemp(prefix="attn-kernel-", dir=parent))
+                (group / "memory.limit_in_bytes").write_text(str(MEMORY_BYTES))
+                return group
+    except OSError:
+        pass
+    return None
+
+
+def remove_cgroup(group: Path | None) -> None:
+    """Remove ``group`` once its processes are gone (they were killed just before)."""
+    for _ in range(20):
+        try:
+            if group is not None:
+                group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # still busy for a moment
+            time.sleep(0.05)
+
+
+def command(
+    argv: list[str],
+    uid: int | None,
+    connection_fd: int,
+    info_fd: int,
+    cgroup: Path | None = None,
+) -> list[str]:
     """``argv`` (the kernel's command) wrapped in prlimit and bwrap, the way this doc says.
 
     ``connection_fd`` is read into ``CONNECTION_FILE`` (read-only); bwrap writes the host
     PID of the sandbox's first process to ``info_fd`` (JSON), whose ``/proc/PID/root`` is
-    the way in to the kernel's sockets.
+    the way in to the kernel's sockets. ``cgroup``: join it before anything else runs.
     """
     venv, base = Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()
-    binds = [str(p) for p in dict.fromkeys([venv, base]) if not str(p).startswith("/usr/")]
+    binds = [str(p) for p in dict.fromkeys([venv, base]) if p.parts[:2] != ("/", "usr")]
     package = f"{COURSE_ROOT}/attn_course"
     namespaces = (
         ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
@@ -123,7 +164,9 @@ def command(argv: list[str], uid: int | None, connection_fd: int, info_fd: int) 
         else []
     )
     limits = [f"--{name}={value}" for name, value in LIMITS.items()]
+    join = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup)]
     return [
+        *(join if cgroup else []),
         "prlimit",
         *limits,
         "--",

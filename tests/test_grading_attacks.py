@@ -1,6 +1,8 @@
 """Attacks on the grader from inside a submission, run through the real ``grade --roster``.
 
-Every attacker's notebook answers ``causal_mask`` with an oracle: the right mask only if its
+Two more answer right, by a method the check forbids, hidden from the check's instruments in
+the kernel (tiling, the fused kernel): the sandbox's memory, measured from outside, fails them.
+Every other attacker's notebook answers ``causal_mask`` with an oracle: the right mask only if its
 attack WON (saw a secret, reached the grader, beat a limit), the wrong one otherwise. So a
 mark for an attacker means an attack succeeded. Each attack must earn 0 marks, leave the
 classmate's marks as they would be alone, and the class run must end with a gradebook.
@@ -209,6 +211,23 @@ def tiled_attention(queries, keys, values, causal=False, block_size=64):
             scores = scores.masked_fill(hidden, float("-inf"))
         return torch.softmax(scores, dim=-1) @ values"""
 
+# Counted once by the in-kernel SDPA counter, then the scores, mask and softmax by hand.
+DECOY_CALL = """
+import torch.nn.functional as F
+from attn_course.attention import MultiHeadAttention
+
+class MultiHeadAttentionSDPA(MultiHeadAttention):
+    def forward(self, x):
+        b, n, _ = x.shape
+        shape = (b, n, self.num_heads, self.head_dim)
+        weights = (self.W_key, self.W_query, self.W_value)
+        k, q, v = (w(x).view(shape).transpose(1, 2) for w in weights)
+        F.scaled_dot_product_attention(q[:, :, :1], k[:, :, :1], v[:, :, :1])
+        scores = (q @ k.transpose(-2, -1) / self.head_dim**0.5)
+        scores = scores.masked_fill(self.mask.bool()[:n, :n], float("-inf"))
+        context = self.dropout(torch.softmax(scores, dim=-1)) @ v
+        return self.out_proj(context.transpose(1, 2).contiguous().view(b, n, self.d_out))"""
+
 
 def write_notebook(path: Path, sources: list[str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,6 +271,10 @@ def graded(tmp_path_factory):
         roster / "unmonitored" / "10_tiled_attention.ipynb",
         [IMPORTS, UNMONITORED, 'check("tiled_attention", tiled_attention)'],
     )
+    write_notebook(
+        roster / "decoy" / "06_attention_cost.ipynb",
+        [IMPORTS, DECOY_CALL, 'check("sdpa_attention", MultiHeadAttentionSDPA)'],
+    )
     start = time.monotonic()
     process = subprocess.run(
         [sys.executable, "-m", "attn_course", "grade", "--roster", str(roster), "--out", str(out)],
@@ -274,10 +297,11 @@ def graded(tmp_path_factory):
 
 def test_every_attack_earns_nothing(graded):
     rows, students, attacks, _, _ = graded
-    assert set(rows) == {"classmate", "unmonitored", *attacks}
-    (report,) = students["unmonitored"]["notebooks"]
-    (tiled,) = [c for c in report["checks"] if c["id"] == "tiled_attention"]
-    assert tiled["status"] == "failed" and "memory grew" in tiled["message"]
+    assert set(rows) == {"classmate", "unmonitored", "decoy", *attacks}
+    for name, check_id in (("unmonitored", "tiled_attention"), ("decoy", "sdpa_attention")):
+        (report,) = students[name]["notebooks"]
+        (verdict,) = [c for c in report["checks"] if c["id"] == check_id]
+        assert verdict["status"] == "failed" and "memory grew" in verdict["message"], verdict
     for name in attacks:
         (report,) = students[name]["notebooks"]
         verdicts = {c["id"]: (c["status"], c["message"]) for c in report["checks"]}

@@ -158,6 +158,14 @@ def main() -> None:
             f"  {len(reports)} notebook reports, {errors} not gradable; verdicts: "
             + ", ".join(f"{status} {n}" for status, n in sorted(tally.items()))
         )
+        errors = Counter(
+            check["message"][:100]
+            for nb in reports
+            for check in nb["checks"]
+            if check["status"] == "error"
+        )
+        for message, n in errors.most_common(5):
+            print(f"    error x{n}: {message}")
         print("  where the time goes (summed over notebooks; the jobs overlap):")
         for phase, total in phases(reports).items():
             print(f"    {phase:<14}{total:8.1f} s  ({total / len(reports):.2f} s per notebook)")

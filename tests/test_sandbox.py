@@ -109,3 +109,24 @@ def test_the_readme_states_the_sandbox_as_built():
     assert f"`/tmp` of {sandbox.SCRATCH_BYTES >> 20} MiB each" in text
     assert f"a memory cgroup of {sandbox.MEMORY_BYTES >> 30} GiB" in text
     assert resource.RLIM_INFINITY not in limits.values()
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_the_notebooks_deadline_bounds_every_call_and_stops_the_kernel():
+    import time
+
+    from attn_course.grading.kernels import Kernel, KernelLost
+
+    kernel = Kernel(preload="")
+    try:
+        kernel.deadline = time.monotonic() + 3
+        start = time.monotonic()
+        with pytest.raises(KernelLost, match="time ran out"):
+            kernel.execute("while True:\n    pass", timeout=600)
+        assert time.monotonic() - start < 6
+        assert not kernel.alive()
+        with pytest.raises(KernelLost):  # and so does the next call, at once
+            kernel.execute("1", timeout=600)
+    finally:
+        kernel.shutdown()

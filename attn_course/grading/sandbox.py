@@ -141,7 +141,15 @@ def command(
         ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
         + ["--unshare-cgroup-try"]
         if uid is not None
-        else ["--unshare-all", "--uid", "1000", "--gid", "1000", "--disable-userns"]
+        else [
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            "1000",
+            "--gid",
+            "1000",
+            "--disable-userns",
+        ]
     )
     links = [
         arg

@@ -63,6 +63,7 @@ def run_in_sandbox(*args: str, cgroup=None) -> dict:
 
 
 @needs_sandbox
+@pytest.mark.slow  # a subprocess
 def test_a_process_in_the_sandbox_sees_and_reaches_nothing_of_the_grader(tmp_path):
     listener = socket.create_server(("127.0.0.1", 0))
     host_file = tmp_path / "grader.txt"

@@ -1,21 +1,22 @@
 """Grade whole notebooks: run each in a fresh kernel, then grade its answers from outside.
 
-1. The notebook's code cells run in a fresh kernel whose working directory is a temporary
-   folder; the learner's file is only read. In that kernel ``check()`` only hands each
-   answer over (``agent.ANSWERS``). A failing cell does not stop the run. Outputs are
-   dropped as they arrive.
+1. The notebook's code cells run in a fresh kernel, in its sandbox (``sandbox.py``; with
+   ``--no-sandbox``, in a temporary folder); the learner's file is only read here. In that
+   kernel ``check()`` only hands each answer over (``agent.ANSWERS``). A failing cell does
+   not stop the run. Outputs are dropped as they arrive.
 2. The grader's process then runs every registered check of the notebook on the answers,
    through ``remote.Remote`` proxies: the learner's code runs in the kernel, the
-   references, the secret seed salt and the comparisons stay here. Nothing the learner's
-   code does in its kernel can make a wrong or missing answer pass.
+   references, the secret seed salt and the comparisons stay here; only data comes back.
 
 Time limits: a cell running past ``cell_timeout`` seconds is interrupted; if it does not
-stop (a bare ``except:`` swallows the interrupt), or a cell kills the kernel, the kernel is
-replaced, the earlier cells are replayed without it and the later cells still run: one bad
-cell costs its own exercise, not the notebook. The whole notebook gets
-``NOTEBOOK_TIMEOUT_CELLS * cell_timeout`` seconds of cells. A check has its registered time
-limit, enforced in the kernel (even through a bare ``except:``) and, should the kernel not
-answer, by the grader.
+stop (a bare ``except:`` swallows the interrupt, or one long C call ignores it), or a cell
+kills the kernel, the kernel is replaced, the earlier cells are replayed without it and the
+later cells still run: one bad cell costs its own exercise, not the notebook. The cells get
+``NOTEBOOK_TIMEOUT_CELLS * cell_timeout`` seconds in all. A check has its registered time
+limit, enforced in the kernel (even through a bare ``except:``) and by the grader, which
+kills a kernel that does not answer and replaces it before the next check. The whole
+notebook, replays and kernel starts included, has one deadline (``notebook_budget``).
+Whatever else fails while one notebook is graded costs that notebook only.
 
 A registered check whose answer never reached ``check()`` gets its verdict from the cell
 that should have called it (``_unreported``).

@@ -27,7 +27,8 @@ core dumps); and, where the grader may make one (cgroup v1, e.g. as root), a mem
 of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included.
 
 When the grader runs as root, bwrap runs privileged (no user namespace) and the kernel is
-started by ``setpriv`` as an unprivileged user id of its own (``SANDBOX_UID_BASE`` + n):
+started by ``setpriv`` as an unprivileged user id of its own (a random one above
+``SANDBOX_UID_BASE``, so that concurrent graders do not share one):
 root ignores the process limit, an unprivileged user does not.
 Run as another user, bwrap maps that user to uid 1000 in a user namespace of its own.
 
@@ -38,8 +39,8 @@ process (``--die-with-parent``), and every process in it, detached or not, with 
 from __future__ import annotations
 
 import functools
-import itertools
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -67,8 +68,7 @@ LIMITS = {  # prlimit option -> value
 }
 ENV_ALLOWED = ("LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ")
 MEMORY_BYTES = 8 << 30  # all the sandbox's processes together, where a cgroup can be made
-SANDBOX_UID_BASE = 61000  # root: kernel n runs as uid SANDBOX_UID_BASE + n % 1000
-_uids = itertools.count()
+SANDBOX_UID_BASE = 100_000  # root: each kernel runs as a uid above it, at random
 
 
 def _bwrap() -> str | None:
@@ -77,7 +77,7 @@ def _bwrap() -> str | None:
 
 def kernel_uid() -> int | None:
     """The unprivileged uid for the next kernel when the grader is root, else None."""
-    return SANDBOX_UID_BASE + next(_uids) % 1000 if os.geteuid() == 0 else None
+    return SANDBOX_UID_BASE + secrets.randbelow(1 << 24) if os.geteuid() == 0 else None
 
 
 def _dirs_for(*paths: str) -> list[str]:

@@ -2,9 +2,16 @@
 
 * ``grade PATH... [--json FILE] [--strict]``: prints a score table (one row per notebook,
   one verdict line per check).
-* ``grade --roster DIR --out OUT [--shard i/n]``: every student of DIR (a folder or a zip
-  each) into OUT/students/*.json and OUT/gradebook.csv, resumable (see ``roster.py``).
-* ``grade --merge OUT1 OUT2 ... --out OUT``: combine shards into one gradebook.
+* ``grade --roster DIR --out OUT [--shard i/n] [--feedback]``: every student of DIR (a folder
+  or a zip each; nbgrader's ``submitted/`` too) into OUT/students/*.json, OUT/gradebook.csv,
+  OUT/canvas.csv (Canvas's gradebook import) and, with ``--feedback``, one HTML page per
+  student in OUT/feedback/; resumable (see ``roster.py``).
+* ``grade --merge OUT1 OUT2 ... --out OUT``: combine shards into one gradebook; a student
+  file whose signature does not verify is refused by name.
+
+Student files are signed with a key kept outside OUT: ``--key-file``, else the environment
+variable ATTN_GRADE_KEY, else ~/.config/attn-course/grading.key (made on first use).
+Everything a learner wrote is printed with its control characters escaped.
 
 Every notebook's kernel runs in a sandbox (``sandbox.py``: bubblewrap). ``--roster`` refuses
 to run without it; a learner grading their own notebooks may pass ``--no-sandbox`` (and
@@ -18,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from ..execute import notebook_paths
 from . import sandbox
+from .escape import clean
 from .kernels import CELL_TIMEOUT, KernelPool
 from .result import NotebookReport
 
@@ -35,7 +44,7 @@ def _progress(total: int):
         nonlocal done
         done += 1
         print(
-            f"[{done}/{total}] {report.path}: {report.score}/{report.max_score} "
+            f"[{done}/{total}] {clean(report.path)}: {report.score}/{report.max_score} "
             f"({report.seconds:.1f} s)",
             file=sys.stderr,
             flush=True,
@@ -46,14 +55,15 @@ def _progress(total: int):
 
 def _table(reports: list[NotebookReport]) -> str:
     """The score table: notebook, score, seconds; each check's verdict underneath."""
-    width = max(len("notebook"), *(len(r.path) for r in reports))
+    paths = [clean(r.path) for r in reports]
+    width = max(len("notebook"), *map(len, paths))
     lines = [f"{'notebook':<{width}}  score  time"]
-    for report in reports:
+    for path, report in zip(paths, reports, strict=True):
         score = f"{report.score}/{report.max_score}"
-        lines.append(f"{report.path:<{width}}  {score:>5}  {report.seconds:4.1f} s")
+        lines.append(f"{path:<{width}}  {score:>5}  {report.seconds:4.1f} s")
         if report.error:
-            lines.append(f"    ⚠ {report.error}")
-        lines.extend(f"    {result.verdict}" for result in report.checks)
+            lines.append(f"    ⚠ {clean(report.error)}")
+        lines.extend(f"    {clean(result.verdict)}" for result in report.checks)
     total = sum(r.score for r in reports)
     max_total = sum(r.max_score for r in reports)
     lines.append(f"{'total':<{width}}  {f'{total}/{max_total}':>5}")
@@ -89,6 +99,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--merge", type=Path, nargs="+", help="--out folders of roster shards")
     parser.add_argument("--out", type=Path, help="where --roster / --merge write")
     parser.add_argument("--shard", type=_shard, default=(1, 1), help="grade shard i of n")
+    parser.add_argument(
+        "--feedback",
+        action="store_true",
+        help="--roster: one HTML page per student in OUT/feedback",
+    )
+    parser.add_argument(
+        "--key-file", type=Path, help="the key that signs student files (kept outside OUT)"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
     parser.add_argument("--strict", action="store_true", help="exit 1 below full marks")
     parser.add_argument(
@@ -106,6 +124,8 @@ def main(argv: list[str]) -> int:
         help=f"seconds a cell may run before it is interrupted (default {CELL_TIMEOUT})",
     )
     args = parser.parse_args(argv)
+    if args.feedback and not args.roster:
+        parser.error("--feedback goes with --roster (each shard writes its own students' pages)")
     if args.roster or args.merge:
         return _class_mode(parser, args)
     if args.no_sandbox:
@@ -152,25 +172,36 @@ def main(argv: list[str]) -> int:
 def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--roster`` or ``--merge``."""
     from .roster import grade_roster, merge
+    from .seal import KEY_ENV, load_key
 
     if args.paths or (args.roster and args.merge):
         parser.error("--roster and --merge take no notebook paths, and not each other")
     if not args.out:
         parser.error("--roster and --merge need --out FOLDER")
     if args.merge:
-        missing = [p for p in args.merge if not (p / "students").is_dir()]
+        missing = [p for p in args.merge if not p.is_dir()]
         if missing:
-            parser.error(f"not a roster output (no students/ folder): {missing[0]}")
-        students = merge(args.merge, args.out)
-    else:
+            parser.error(f"no such folder: {missing[0]}")
+    elif not args.roster.is_dir():
+        parser.error(f"no such folder: {args.roster}")
+    elif args.out.resolve().is_relative_to(args.roster.resolve()):
+        parser.error("--out must be outside the roster folder, where no submission can reach it")
+    if args.roster and (args.no_sandbox or sandbox.available()):
         problem = sandbox.available()
-        if args.no_sandbox or problem:
-            parser.error(
-                "a class is graded in the sandbox only (--no-sandbox is for your own "
-                f"notebooks){': ' + problem if problem else ''}"
-            )
-        if not args.roster.is_dir():
-            parser.error(f"no such folder: {args.roster}")
-        students = grade_roster(args.roster, args.out, args.shard, args.jobs, args.cell_timeout)
+        parser.error(
+            "a class is graded in the sandbox only (--no-sandbox is for your own "
+            f"notebooks){': ' + problem if problem else ''}"
+        )
+    try:
+        key = load_key(args.key_file, args.out, create=not args.merge)
+    except ValueError as exc:
+        parser.error(str(exc))
+    os.environ.pop(KEY_ENV, None)  # no kernel started from here inherits the key
+    if args.merge:
+        students = merge(args.merge, args.out, key)
+    else:
+        students = grade_roster(
+            args.roster, args.out, key, args.shard, args.jobs, args.cell_timeout, args.feedback
+        )
     print(f"{len(students)} students; gradebook: {args.out / 'gradebook.csv'}")
     return 0

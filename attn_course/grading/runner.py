@@ -81,7 +81,7 @@ def read_notebook(path: Path) -> Notebook:
     """Read a notebook's JSON (no schema validation: it is slow); ValueError if it is none."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path.name} is not a notebook: it is not valid JSON") from exc
     if not isinstance(data, dict) or data.get("nbformat") != 4:
         raise ValueError(f"{path.name} is not a valid Jupyter notebook (nbformat 4 expected)")

@@ -48,7 +48,16 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["INSTALL", "LIMITS", "available", "command", "environment", "kernel_uid"]
+__all__ = [
+    "INSTALL",
+    "LIMITS",
+    "available",
+    "command",
+    "environment",
+    "kernel_uid",
+    "memory_cgroup",
+    "remove_cgroup",
+]
 
 INSTALL = "sudo apt-get install bubblewrap"  # Debian and Ubuntu
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # attn_course/
@@ -101,7 +110,11 @@ def memory_cgroup() -> Path | None:
             if "memory" in controllers.split(","):
                 parent = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
                 group = Path(tempfile.mkdtemp(prefix="attn-kernel-", dir=parent))
-                (group / "memory.limit_in_bytes").write_text(str(MEMORY_BYTES))
+                try:
+                    (group / "memory.limit_in_bytes").write_text(str(MEMORY_BYTES))
+                except OSError:
+                    group.rmdir()
+                    raise
                 return group
     except OSError:
         pass

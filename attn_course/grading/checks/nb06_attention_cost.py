@@ -5,7 +5,14 @@ from __future__ import annotations
 import torch
 
 from ...attention import MultiHeadAttention
-from ..expect import build_pair, expect_answer, expect_close, invoke, randn
+from ..expect import (
+    build_pair,
+    expect_answer,
+    expect_close,
+    invoke,
+    memory_grown_past,
+    randn,
+)
 from ..hints import HINTS
 from ..references import DROPOUT, MHA_CONFIGS, check_mha_class, sdpa_mistakes
 from ..registry import CheckFailed, register
@@ -97,9 +104,8 @@ def _check_fused_memory(cls: type, num_tokens: int = 4096, num_heads: int = 2) -
     reply = invoke(mine, (x,), no_grad=True, peak_memory=True)
     with torch.no_grad():
         expect_close(reply["result"], ref(x), f"{cls.__name__}{args} on {num_tokens} tokens")
-    scores = num_heads * num_tokens**2 * x.element_size()
-    grown = reply.get("peak_memory")
-    if isinstance(grown, int) and grown >= 1.5 * scores:
+    grown = memory_grown_past(reply, 1.5 * num_heads * num_tokens**2 * x.element_size())
+    if grown is not None:
         raise CheckFailed(
             f"right outputs, but on {num_tokens} tokens the kernel's memory grew by "
             f"{grown / 2**20:.0f} MiB, as if the ({num_tokens}, {num_tokens}) scores of every "

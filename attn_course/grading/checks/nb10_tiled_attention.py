@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ...tiled import attention_tile, online_softmax_update, tiled_attention
-from ..expect import call_pure, call_pure_reply, expect_close, randn
+from ..expect import call_pure, call_pure_reply, expect_close, memory_grown_past, randn
 from ..hints import HINTS
 from ..registry import CheckFailed, register
 
@@ -185,8 +185,8 @@ def _check_memory(func: Callable[..., object], n: int = 4096, block_size: int = 
     reply = call_pure_reply(func, (q, k, v, False, block_size), peak_memory=True)
     expect_close(reply["result"], tiled_attention(q, k, v, False, block_size), what)
     scores = n * n * q.element_size()
-    grown = reply.get("peak_memory")
-    if isinstance(grown, int) and grown >= 0.75 * scores:
+    grown = memory_grown_past(reply, 0.75 * scores)
+    if grown is not None:
         raise CheckFailed(
             f"{what}: right values, but the kernel's memory grew by {grown / 2**20:.0f} MiB, "
             f"as much as all the ({n}, {n}) scores ({scores / 2**20:.0f} MiB): work on one "

@@ -1,9 +1,10 @@
 """The kernel side of official grading: runs the grader's requests on the learner's objects.
 
-The grader (``remote.py``, another process) writes a request with ``torch.save`` and runs
-``serve(request, reply)`` in the learner's kernel. The reply holds DATA only (tensors,
-arrays, numbers, strings, containers of those), read back with ``torch.load(...,
-weights_only=True)``; any other object stays in the kernel and is named by a handle. The
+The grader (``remote.py``, another process) runs ``serve(request)`` in the learner's kernel,
+the request a ``torch.save`` record inside the code; the reply goes back as display data
+over the kernel's own channel. It holds DATA only (tensors, arrays, numbers, strings,
+containers of those), read back with ``torch.load(..., weights_only=True)`` and checked
+against a strict schema; any other object stays in the kernel and is named by a handle. The
 grader computes every verdict on its own side from that data, so nothing in this module
 has to be trusted: a learner who tampers with it can only send back wrong data, or the
 right data, which means computing the right answer.
@@ -14,7 +15,9 @@ right data, which means computing the right answer.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -30,7 +33,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .errors import caused_by, describe_error, is_learner_file
-from .kernels import OFFICIAL_ENV
+from .kernels import OFFICIAL_ENV, REPLY_MIME
+
+MAX_REPLY_BYTES = 60 << 20  # the grader refuses more than 64 MiB
 
 __all__ = ["OFFICIAL_ENV", "ANSWERS", "serve", "call", "module_info", "time_limit", "TimeLimit"]
 
@@ -262,6 +267,7 @@ def call(
     train=None,
     backward_seed=None,
     track_largest=False,
+    peak_memory=False,
 ):
     """Call ``func``; the result, the arguments afterwards and whatever the options ask for.
 
@@ -273,6 +279,8 @@ def call(
             return the gradients of the first argument and of ``func``'s parameters.
         track_largest: also return ``largest``, the most elements of any tensor an
             operator returned during the call (tiled attention must stay below n x n).
+        peak_memory: also return ``peak_memory``: None here; official grading measures it
+            from outside the kernel (``Remote.call``).
     """
     kwargs = kwargs or {}
     reply: dict = {}
@@ -301,6 +309,8 @@ def call(
     if backward_seed is not None:
         reply["grads"] = _backward(func, reply["result"], args, backward_seed)
     reply["after"] = [_after(a) for a in (*args, *kwargs.values())]
+    if peak_memory:
+        reply["peak_memory"] = None
     return reply
 
 
@@ -378,21 +388,22 @@ _OPS: dict[str, Callable[..., object]] = {
 }
 
 
-def serve(request_path: str, reply_path: str) -> None:
-    """Run one request from the grader and write the reply (never raises)."""
+def serve(request: str) -> None:
+    """Run one request from the grader (a ``torch.save`` record, base64) and publish the
+    reply as display data of type ``REPLY_MIME`` (never raises)."""
     reply: dict
     reference = _ReferenceCalls()
     try:
-        request = torch.load(request_path, weights_only=False)
-        op, limit = request["op"], request.get("time_limit")
-        args = [_decode(a) for a in request["args"]]
-        kwargs = {k: _decode(v) for k, v in request.get("kwargs", {}).items()}
+        request_data = torch.load(io.BytesIO(base64.b64decode(request)), weights_only=False)
+        op, limit = request_data["op"], request_data.get("time_limit")
+        args = [_decode(a) for a in request_data["args"]]
+        kwargs = {k: _decode(v) for k, v in request_data.get("kwargs", {}).items()}
         previous_profile = sys.getprofile()
         sys.setprofile(reference)
         try:
             with time_limit(limit):
                 if op == "call":
-                    value = call(args[0], args[1:], kwargs, **request.get("options", {}))
+                    value = call(args[0], args[1:], kwargs, **request_data.get("options", {}))
                 else:
                     value = _OPS[op](*args, **kwargs)
                 value = encode(value)
@@ -404,4 +415,12 @@ def serve(request_path: str, reply_path: str) -> None:
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from learner code too
         reply = {"exception": _exception(exc)}
     reply["package_calls"] = sorted(reference.names)
-    torch.save(reply, reply_path)
+    buffer = io.BytesIO()
+    torch.save(reply, buffer)
+    if buffer.tell() > MAX_REPLY_BYTES:
+        reply = {"exception": _exception(ValueError("the answer is too large to send"))}
+        buffer = io.BytesIO()
+        torch.save(reply, buffer)
+    from IPython.display import publish_display_data
+
+    publish_display_data({REPLY_MIME: base64.b64encode(buffer.getvalue()).decode()})

@@ -13,6 +13,10 @@ Student files are signed with a key kept outside OUT: ``--key-file``, else the e
 variable ATTN_GRADE_KEY, else ~/.config/attn-course/grading.key (made on first use).
 Everything a learner wrote is printed with its control characters escaped.
 
+Every notebook's kernel runs in a sandbox (``sandbox.py``: bubblewrap). ``--roster`` refuses
+to run without it; a learner grading their own notebooks may pass ``--no-sandbox`` (and
+``grade`` without bubblewrap installed falls back to it), with a warning.
+
 Exit status 0 whenever grading ran, whatever the score; with ``--strict`` 1 below full
 marks; 2 for a usage error (a path that does not exist, a folder without notebooks).
 """
@@ -26,6 +30,7 @@ import sys
 from pathlib import Path
 
 from ..execute import notebook_paths
+from . import sandbox
 from .escape import clean
 from .kernels import CELL_TIMEOUT, KernelPool
 from .result import NotebookReport
@@ -65,6 +70,14 @@ def _table(reports: list[NotebookReport]) -> str:
     return "\n".join(lines)
 
 
+def _sandbox_or_warn() -> bool:
+    """Whether the sandbox can run here; if not, say so (grading goes on without it)."""
+    problem = sandbox.available()
+    if problem:
+        print(f"warning: {problem}. Grading without the sandbox.", file=sys.stderr)
+    return problem is None
+
+
 def _shard(text: str) -> tuple[int, int]:
     try:
         index, count = (int(part) for part in text.split("/"))
@@ -97,6 +110,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
     parser.add_argument("--strict", action="store_true", help="exit 1 below full marks")
     parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the kernels without the sandbox: only for your own notebooks",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=2, help="notebooks graded in parallel (default 2)"
     )
     parser.add_argument(
@@ -110,6 +128,12 @@ def main(argv: list[str]) -> int:
         parser.error("--feedback goes with --roster (each shard writes its own students' pages)")
     if args.roster or args.merge:
         return _class_mode(parser, args)
+    if args.no_sandbox:
+        print(
+            "warning: --no-sandbox: the notebooks' code runs as you, with your files, "
+            "environment and network. Grade only your own notebooks this way.",
+            file=sys.stderr,
+        )
     if not args.paths:
         parser.error("name notebooks or folders to grade (or --roster DIR --out OUT)")
     for path in map(Path, args.paths):
@@ -120,8 +144,10 @@ def main(argv: list[str]) -> int:
     if args.jobs < 1 or args.cell_timeout < 1:
         parser.error("--jobs and --cell-timeout must be at least 1")
 
+    sandboxed = not args.no_sandbox and _sandbox_or_warn()
     paths = notebook_paths(args.paths)
-    pool = KernelPool(warm=args.jobs, needed=len(paths))  # kernels start while torch loads
+    # the kernels start while torch loads
+    pool = KernelPool(warm=args.jobs, needed=len(paths), sandboxed=sandboxed)
     from .runner import grade_notebooks
 
     if len(paths) > 1:
@@ -160,6 +186,12 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         parser.error(f"no such folder: {args.roster}")
     elif args.out.resolve().is_relative_to(args.roster.resolve()):
         parser.error("--out must be outside the roster folder, where no submission can reach it")
+    if args.roster and (args.no_sandbox or sandbox.available()):
+        problem = sandbox.available()
+        parser.error(
+            "a class is graded in the sandbox only (--no-sandbox is for your own "
+            f"notebooks){': ' + problem if problem else ''}"
+        )
     try:
         key = load_key(args.key_file, args.out, create=not args.merge)
     except ValueError as exc:

@@ -107,6 +107,13 @@ def invoke_many(func: object, args: tuple, options: list[dict]) -> Iterator[dict
         yield reply
 
 
+def memory_grown_past(reply: dict, limit: float) -> int | None:
+    """The bytes the learner's kernel grew by during a ``peak_memory=True`` call, when at
+    least ``limit``; else None (also where nothing was measured: a local check)."""
+    grown = reply.get("peak_memory")
+    return grown if isinstance(grown, int) and grown >= limit else None
+
+
 def learner_error(exc: BaseException) -> str | None:
     """``"Kind: message (in func, line N: source)"`` of an exception raised by the learner's
     code, local or remote (the kernel's agent already described it the same way)."""

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ...tiled import attention_tile, online_softmax_update, tiled_attention
-from ..expect import call_pure, call_pure_reply, expect_close, randn
+from ..expect import call_pure, call_pure_reply, expect_close, memory_grown_past, randn
 from ..hints import HINTS
 from ..registry import CheckFailed, register
 
@@ -171,4 +171,22 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
                     f"{largest} elements, as large as all the (num_queries, num_keys) "
                     "scores: work on one (block_size, block_size) tile at a time."
                 )
+    _check_memory(func)
     return "tiled attention equals full attention, causal or not, for any length and block size."
+
+
+def _check_memory(func: Callable[..., object], n: int = 4096, block_size: int = 256) -> None:
+    """On ``n`` tokens the (n, n) scores take 64 MiB: the kernel's memory, measured from
+    outside it in official grading (``peak_memory``), must not grow by that much."""
+    q, k, v = (randn(1, 1, n, 8, seed=seed) for seed in (420, 421, 422))
+    what = f"tiled_attention(queries {tuple(q.shape)}, causal=False, block_size={block_size})"
+    reply = call_pure_reply(func, (q, k, v, False, block_size), peak_memory=True)
+    expect_close(reply["result"], tiled_attention(q, k, v, False, block_size), what)
+    scores = n * n * q.element_size()
+    grown = memory_grown_past(reply, 0.75 * scores)
+    if grown is not None:
+        raise CheckFailed(
+            f"{what}: right values, but the kernel's memory grew by {grown / 2**20:.0f} MiB, "
+            f"as much as all the ({n}, {n}) scores ({scores / 2**20:.0f} MiB): work on one "
+            "(block_size, block_size) tile at a time."
+        )

@@ -120,11 +120,27 @@ HINTS: dict[str, str] = {
     "view_not_contiguous": "after transpose the tensor is not contiguous in memory, so .view "
     "fails: call .contiguous() before .view (or use .reshape).",
     # a module that keeps state between calls (expect.expect_module)
-    "kept_state": "forward must not change the module between calls (e.g. self.mask = "
-    "self.mask[:n, :n] shrinks the mask for good): slice into a local variable.",
+    "longer_input": "Does forward handle every length up to context_length? Slice the mask "
+    "built in __init__ from context_length: self.mask[:num_tokens, :num_tokens].",
     "kept_state_named": "forward changed {names} on an earlier call and kept the change (the "
     "lecture's forward does not): keep what one call computes in local variables, e.g. "
     "mask = self.mask[:n, :n].",
+    # dropout judged by what it means (expect.expect_dropout), in training mode
+    "dropout_module_rate": "your {name} drops with p={got}, the lecture's with p={want}: build "
+    "each dropout from the constructor's dropout argument (a sublayer built with 0.0 or a "
+    "hard-coded rate drops the wrong share).",
+    "dropout_unscaled": "the kept values are not scaled by 1/(1 - p), so on average the "
+    "output shrinks. nn.Dropout does the scaling; a hand-written mask needs it: "
+    "w * keep / (1 - p).",
+    "dropout_rate": "it drops about {got:.0%} of the values instead of the dropout argument's "
+    "{want:.0%}: use the rate the module was built with, not a fixed one.",
+    "dropout_missing_at": "no dropout where the lecture's {name} applies it: build that part "
+    "with the constructor's dropout argument, not 0.0.",
+    # a module moved to another device (expect.expect_on_meta)
+    "device": "A tensor built in forward (torch.ones(...), torch.triu(...)) stays on the CPU "
+    "when the module moves to a GPU: build the mask once in __init__ with "
+    "self.register_buffer('mask', ...), which .to(device) moves with the weights, and slice "
+    "it in forward (or create tensors with device=x.device).",
     # trained attention (notebook 08)
     "previous_diagonal": "this is the weight a query gives ITSELF (the diagonal); the previous "
     "token is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",

@@ -376,6 +376,231 @@ def numpy_self_attention_softmax_axis0(X, W_Q, W_K, W_V, causal=False):
     return weights @ V, weights
 
 
+# ---- dropout by what it means: hand-written dropouts, rates, placement (issue 18) --------
+
+
+def hand_dropout(w: torch.Tensor, p: float, training: bool, how: str = "rand") -> torch.Tensor:
+    """Dropout written by hand as lecture 01 teaches it; ``how`` picks the (mis)take."""
+    if not training or p == 0:
+        return w
+    if how == "bernoulli":
+        return w * torch.bernoulli(torch.full_like(w, 1 - p)) / (1 - p)
+    keep = torch.rand_like(w) >= p
+    return w * keep if how == "unscaled" else w * keep / (1 - p)
+
+
+class CausalHandDropout(attention.CausalAttention):
+    """The lecture's CausalAttention with its dropout written by hand (``how``, ``rate``)."""
+
+    how = "rand"
+    rate: float | None = None  # a hard-coded rate instead of the argument
+
+    def forward(self, x):
+        n = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5  # (b, n, n)
+        attn_weights = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        p = self.dropout.p if self.rate is None else self.rate
+        if self.how == "context":
+            return hand_dropout(attn_weights @ values, p, self.training)
+        return hand_dropout(attn_weights, p, self.training, self.how) @ values
+
+
+def causal_hand(how: str = "rand", rate: float | None = None) -> type:
+    return type(f"CausalAttention_{how}", (CausalHandDropout,), {"how": how, "rate": rate})
+
+
+class MHAHandDropout(attention.MultiHeadAttention):
+    """MultiHeadAttention with torch.bernoulli dropout on the weights."""
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
+        weights = sdpa(*heads, self.mask[:n, :n])[1]  # (b, num_heads, n, n)
+        weights = hand_dropout(weights, self.dropout.p, self.training, "bernoulli")
+        return self.out_proj(merge_heads(weights @ heads[2]))
+
+
+class FeedForwardHandDropout(blocks.FeedForward):
+    """Linear -> ReLU -> hand-written dropout -> Linear."""
+
+    def forward(self, x):
+        hidden = self.activation(self.linear1(x))
+        return self.linear2(hand_dropout(hidden, self.dropout.p, self.training))
+
+
+class FeedForwardDropoutRate(blocks.FeedForward):
+    """Builds its dropout with a hard-coded rate instead of the argument."""
+
+    def __init__(self, d_model, d_ff, dropout=0.1, activation="relu"):
+        super().__init__(d_model, d_ff, dropout, activation)
+        self.dropout = nn.Dropout(0.1)
+
+
+class EncoderHandDropout(blocks.EncoderLayer):
+    """The post-LN layer with the sublayer dropout written by hand."""
+
+    def forward(self, x, mask=None):
+        p = self.dropout.p
+        x = self.norm1(x + hand_dropout(self.att(x, mask=mask)[0], p, self.training))
+        return self.norm2(x + hand_dropout(self.feed_forward(x), p, self.training, "bernoulli"))
+
+
+class EncoderQuietFeedForward(blocks.EncoderLayer):
+    """Builds its feed-forward with dropout 0.0."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1):
+        super().__init__(d_model, num_heads, d_ff, dropout)
+        self.feed_forward = blocks.FeedForward(d_model, d_ff, 0.0)
+
+
+class EncoderHalfDropout(blocks.EncoderLayer):
+    """Hand-written sublayer dropout at a fixed rate 0.5."""
+
+    def forward(self, x, mask=None):
+        x = self.norm1(x + hand_dropout(self.att(x, mask=mask)[0], 0.5, self.training))
+        return self.norm2(x + hand_dropout(self.feed_forward(x), 0.5, self.training))
+
+
+class BlockHandDropout(blocks.TransformerBlock):
+    """Pre-LN block with the shortcut dropout written by hand."""
+
+    def forward(self, x):
+        p = self.drop_shortcut.p
+        x = x + hand_dropout(self.att(self.norm1(x)), p, self.training)
+        return x + hand_dropout(self.ff(self.norm2(x)), p, self.training)
+
+
+class BlockDropoutFeedForward(blocks.TransformerBlock):
+    """Builds the GPT-2 feed-forward with the block's dropout (the lecture's has 0.0)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.ff = blocks.FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, activation="gelu")
+
+
+# ---- parameters: names the learner got wrong, each its own hint ----------------------------
+
+
+class OutProjNoBias(attention.MultiHeadAttention):
+    """out_proj = nn.Linear(d_out, d_out, bias=False)."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out, bias=False)
+
+
+class CausalAlwaysBias(attention.CausalAttention):
+    """Ignores qkv_bias: the projections always have a bias."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        for name in ("W_query", "W_key", "W_value"):
+            setattr(self, name, nn.Linear(d_in, d_out, bias=True))
+
+
+class WrapperPlainList(attention.MultiHeadAttentionWrapper):
+    """Keeps the heads in a plain Python list: their parameters are not registered."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        heads = list(self.heads)
+        del self.heads
+        self.heads = heads
+
+
+class WrapperSharedHead(attention.MultiHeadAttentionWrapper):
+    """[CausalAttention(...)] * num_heads: one head, num_heads times."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.heads = nn.ModuleList([self.heads[0]] * num_heads)
+
+
+class LayerNormBuffers(blocks.LayerNorm):
+    """scale and shift registered as buffers: never trained."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        del self.scale, self.shift
+        self.register_buffer("scale", torch.ones(d_model))
+        self.register_buffer("shift", torch.zeros(d_model))
+
+
+class EncoderSharedNorm(blocks.EncoderLayer):
+    """norm2 = norm1: one LayerNorm used twice."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1):
+        super().__init__(d_model, num_heads, d_ff, dropout)
+        self.norm2 = self.norm1
+
+
+class LayerNormRandomStart(blocks.LayerNorm):
+    """scale starts random, not at ones."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.scale = nn.Parameter(torch.randn(d_model))
+
+
+class LayerNormZeroScale(blocks.LayerNorm):
+    """scale starts at zeros: a fresh layer outputs only the shift."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.scale = nn.Parameter(torch.zeros(d_model))
+
+
+class LayerNormFixedEps(blocks.LayerNorm):
+    """Ignores the eps argument: always 1e-5."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model)
+
+
+# ---- buffers used by forward, sizes from the arguments ------------------------------------
+
+
+class CausalFreshMask(attention.CausalAttention):
+    """Builds the mask on the CPU in every forward: wrong once the module moves to a GPU."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        fresh = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)  # CPU, always
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        return self.dropout(torch.softmax(scores.masked_fill(fresh, -torch.inf), -1)) @ values
+
+
+class MHAFreshMask(attention.MultiHeadAttention):
+    """Ignores its registered buffer: a CPU mask made in forward."""
+
+    def forward(self, x):
+        self.mask = attention.causal_mask(self.mask.shape[0])  # replaces the moved buffer
+        return super().forward(x)
+
+
+class CausalMaskFromDin(attention.CausalAttention):
+    """Sizes the mask by d_in instead of context_length."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        self.register_buffer("mask", attention.causal_mask(d_in))
+
+
+class CausalDevicePlaced(attention.CausalAttention):
+    """Right: a fresh mask, but on x's device (no buffer use in forward)."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        mask = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(diagonal=1)
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        return self.dropout(torch.softmax(scores.masked_fill(mask, -torch.inf), -1)) @ values
+
+
 @dataclass(frozen=True)
 class Wrong:
     name: str
@@ -635,6 +860,30 @@ WRONG: list[Wrong] = [
         ("CausalAttention_mask_lost",),
     ),
     Wrong("answer in a list", "causal_attention_parameters", [24], ("one whole number",)),
+    # dropout judged by what it means
+    Wrong("dropout unscaled", "causal_attention", causal_hand("unscaled"), ("1/(1 - p)",)),
+    Wrong("dropout on the context", "causal_attention", causal_hand("context"), ("output",)),
+    Wrong("dropout rate 0.5 by hand", "causal_attention", causal_hand("rand", 0.5), ("50%",)),
+    Wrong("dropout rate 0.1 by hand", "bug_keys_for_values", causal_hand("rand", 0.1), ("10%",)),
+    Wrong("feed-forward nn.Dropout(0.1)", "feed_forward", FeedForwardDropoutRate, ("p=0.1",)),
+    Wrong("encoder ffn built with 0.0", "encoder_layer", EncoderQuietFeedForward, ("p=0.0",)),
+    Wrong("encoder dropout 0.5 by hand", "encoder_layer", EncoderHalfDropout, ("50%",)),
+    Wrong("block ff with dropout", "transformer_block", BlockDropoutFeedForward, ("ff.dropout",)),
+    # parameters: four mistakes, four hints
+    Wrong("out_proj without bias", "multi_head_attention", OutProjNoBias, ("no bias",)),
+    Wrong("qkv_bias ignored", "causal_attention", CausalAlwaysBias, ("bias=qkv_bias",)),
+    Wrong("heads in a plain list", "multi_head_wrapper", WrapperPlainList, ("nn.ModuleList",)),
+    Wrong("[head] * num_heads", "multi_head_wrapper", WrapperSharedHead, ("same module",)),
+    Wrong("layer norm buffers", "layer_norm", LayerNormBuffers, ("buffers", "nn.Parameter")),
+    Wrong("norm2 = norm1", "encoder_layer", EncoderSharedNorm, ("same module", "norm2")),
+    # initial values and constructor arguments
+    Wrong("layer norm random scale", "layer_norm", LayerNormRandomStart, ("torch.ones",)),
+    Wrong("layer norm zero scale", "layer_norm", LayerNormZeroScale, ("torch.ones",)),
+    Wrong("layer norm eps ignored", "layer_norm", LayerNormFixedEps, ("eps",)),
+    # buffers used by forward, sizes from the arguments
+    Wrong("mask made in forward", "causal_attention", CausalFreshMask, ("register_buffer",)),
+    Wrong("buffer replaced in forward", "multi_head_attention", MHAFreshMask, ("register_buffer",)),
+    Wrong("mask sized by d_in", "causal_attention", CausalMaskFromDin, ("context_length",)),
 ]
 
 NOT_IN_NUMPY_HINTS = ("dim=-1", "masked_fill", "torch.")  # torch words
@@ -695,4 +944,12 @@ CORRECT: list[tuple[str, str, object]] = [
     ("mha fused", "multi_head_attention", MHAFused),
     ("sdpa_attention fused", "sdpa_attention", MHAFused),
     ("layer norm F.layer_norm", "layer_norm", LayerNormFunctional),
+    ("causal dropout rand_like >= p", "causal_attention", causal_hand("rand")),
+    ("causal dropout bernoulli", "causal_attention", causal_hand("bernoulli")),
+    ("bug zoo dropout by hand", "bug_mask_in_place", causal_hand("rand")),
+    ("mha dropout bernoulli", "multi_head_attention", MHAHandDropout),
+    ("feed-forward dropout by hand", "feed_forward", FeedForwardHandDropout),
+    ("encoder dropout by hand", "encoder_layer", EncoderHandDropout),
+    ("block dropout by hand", "transformer_block", BlockHandDropout),
+    ("causal mask on x.device", "causal_attention", CausalDevicePlaced),
 ]

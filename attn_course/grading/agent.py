@@ -196,6 +196,21 @@ class _LargestOutput(TorchDispatchMode):
         return out
 
 
+class _DeviceMix(TorchDispatchMode):
+    """Records the first operator that got tensors of two devices (meta and a CPU mask: an
+    in-place masked_fill_ allows that on meta, a GPU does not)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mixed: str | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        tensors = [a for a in (*args, *(kwargs or {}).values()) if isinstance(a, torch.Tensor)]
+        if len({t.device.type for t in tensors if t.dim() > 0}) > 1 and self.mixed is None:
+            self.mixed = str(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
 class _SdpaCounter(TorchFunctionMode):
     """Counts calls of F.scaled_dot_product_attention, however the learner reached it."""
 
@@ -293,7 +308,8 @@ def call(
         track_largest: also return ``largest``, the most elements of any tensor an
             operator returned during the call (tiled attention must stay below n x n).
         device: call a copy of the module ``func`` moved there, on the arguments moved there
-            (``"meta"``: what a forward builds on the CPU shows).
+            (``"meta"``: what a forward builds on the CPU shows); ``mixed_devices`` names
+            the first operator that got tensors of two devices.
 
     A tensor result also gives ``storage``, the address of its memory (two results of a
     function that returns views of one cached tensor share it).
@@ -317,6 +333,7 @@ def call(
             stack.enter_context(torch.no_grad())
         counter = stack.enter_context(_SdpaCounter())
         largest = stack.enter_context(_LargestOutput()) if track_largest else None
+        mix = stack.enter_context(_DeviceMix()) if device is not None else None
         before = _state(func) if isinstance(func, nn.Module) else {}
         reply["result"] = func(*args, **kwargs)
         if isinstance(func, nn.Module):
@@ -325,6 +342,8 @@ def call(
         reply["sdpa_calls"] = counter.calls
         if largest is not None:
             reply["largest"] = largest.largest
+        if mix is not None:
+            reply["mixed_devices"] = mix.mixed
         if isinstance(reply["result"], torch.Tensor):
             reply["storage"] = reply["result"].untyped_storage().data_ptr()
     if backward_seed is not None:

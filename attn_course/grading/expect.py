@@ -47,6 +47,7 @@ __all__ = [
     "close",
     "expect_close",
     "expect_answer",
+    "expect_function_gradients",
     "build_pair",
     "attention_mistakes",
 ]
@@ -143,10 +144,11 @@ def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **o
     kwargs = kwargs or {}
     inputs = list(args) + list(kwargs.values())
     before = [_snapshot(a) for a in inputs]
+    structures = [_structure(a.state_dict()) if isinstance(a, nn.Module) else None for a in inputs]
     reply = invoke(func, args, kwargs, **options)
-    for arg, after in zip(inputs, reply["after"], strict=True):
+    for arg, after, structure in zip(inputs, reply["after"], structures, strict=True):
         if isinstance(arg, nn.Module):
-            _expect_same_structure(arg, after)
+            _expect_same_structure(structure, after)
             if is_remote(func):
                 arg.load_state_dict(after["__state__"])
         elif is_remote(func) and isinstance(after, dict) and "__vars__" in after:
@@ -162,7 +164,11 @@ def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **o
     return reply
 
 
-def _expect_same_structure(module: nn.Module, after: dict) -> None:
+def _structure(state: dict) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(value.shape) for name, value in state.items()}
+
+
+def _expect_same_structure(want: dict, after: dict) -> None:
     """The module a function changed (``agent._after``) kept its structure and has no hooks."""
     if after["__hooks__"]:
         raise CheckFailed(
@@ -170,8 +176,7 @@ def _expect_same_structure(module: nn.Module, after: dict) -> None:
             "themselves instead (a hook is not part of the model's state: it is lost when the "
             "model is saved and loaded, and it is not what the lecture does)."
         )
-    want = {k: tuple(v.shape) for k, v in module.state_dict().items()}
-    got = {k: tuple(v.shape) for k, v in after["__state__"].items()}
+    got = _structure(after["__state__"])
     if got != want:
         raise CheckFailed(
             "copy the values into the module's existing parameters (with torch.no_grad(): "
@@ -687,11 +692,17 @@ def expect_on_meta(mine: nn.Module, args: tuple, label: str, shape: tuple) -> No
     """The module still works once moved to another device (``meta``: shapes, no data)."""
     where = f"{label}, with the module moved to another device (module.to('meta'))"
     try:
-        out = _output(invoke(mine, args, device="meta", train=False, no_grad=True))
+        reply = invoke(mine, args, device="meta", train=False, no_grad=True)
     except Exception as exc:
         if _not_implemented(exc) or isinstance(exc, CheckFailed):
             raise
         raise CheckFailed(f"{where}: {learner_error(exc)}. {HINTS['device']}") from None
+    out = _output(reply)
+    if reply["mixed_devices"]:
+        raise CheckFailed(
+            f"{where}: {reply['mixed_devices']} got a tensor on the CPU and one on the module's "
+            f"device. {HINTS['device']}"
+        )
     if not isinstance(out, torch.Tensor) or out.device.type != "meta":
         device = getattr(out, "device", type(out).__name__)
         raise CheckFailed(
@@ -737,12 +748,35 @@ def _expect_gradients(mine_grads: dict, ref, args: tuple, label: str, seed: int)
         (f"parameter {n}", mine_grads["params"].get(n)) for n in want["params"]
     ]:
         want_grad = want["inputs"][0] if key == "input" else want["params"][key.split(" ", 1)[1]]
-        if got_grad is None or not close(got_grad, want_grad):
+        if got_grad is None or not _close_gradient(got_grad, want_grad):
             raise CheckFailed(
                 f"{label}: the gradient of the {key} differs from the reference's after "
                 "backward(): is an operation detached (.detach(), .data, torch.no_grad) or "
                 "done outside autograd (NumPy)?"
             )
+
+
+def expect_function_gradients(
+    func: Callable, args: tuple, ref_func: Callable, label: str, seed: int
+) -> None:
+    """backward() through the learner's function gives the reference's gradient for every
+    float input (an answer computed under no_grad, in NumPy or detached fails)."""
+    grads = invoke(func, args, backward_seed=salted(seed))["grads"]
+    want = agent.call(ref_func, args, backward_seed=salted(seed))["grads"]
+    if "error" in grads:
+        raise CheckFailed(f"{label}: backward() fails ({grads['error']}). {HINTS['no_autograd']}")
+    for i, (got, expected) in enumerate(zip(grads["inputs"], want["inputs"], strict=True)):
+        if expected is not None and (got is None or not _close_gradient(got, expected)):
+            raise CheckFailed(
+                f"{label}: the gradient of argument {i + 1} after backward() differs from the "
+                f"reference's. {HINTS['no_autograd']}"
+            )
+
+
+def _close_gradient(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Gradients sum many rounded terms: compared to 1e-3 of the largest one."""
+    atol = ATOL + 1e-3 * want.abs().max().item() if want.numel() else ATOL
+    return got.shape == want.shape and torch.allclose(got, want, rtol=RTOL, atol=atol)
 
 
 def _attend(

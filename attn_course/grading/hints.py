@@ -70,6 +70,8 @@ HINTS: dict[str, str] = {
     "(the two differ for rows whose values barely differ).",
     "no_eps": "eps is missing: a row whose values are all equal has variance 0, and 0 / 0 is "
     "NaN. Divide by torch.sqrt(var + self.eps).",
+    "eps_ignored": "the eps argument is ignored (this layer was built with another eps): "
+    "store it in __init__ (self.eps = eps) and use self.eps in forward.",
     "norm_dim": "normalise each token vector: mean and variance over the last dim (dim=-1, "
     "keepdim=True).",
     "no_affine": "missing the learned scale and shift: return scale * norm + shift.",
@@ -119,6 +121,10 @@ HINTS: dict[str, str] = {
     "function with @torch.no_grad().",
     "view_not_contiguous": "after transpose the tensor is not contiguous in memory, so .view "
     "fails: call .contiguous() before .view (or use .reshape).",
+    # backward through a function (expect.expect_function_gradients)
+    "no_autograd": "Training needs the gradients: compute with torch operations on the "
+    "tensors themselves, not under torch.no_grad(), not through NumPy (.numpy()) and not on "
+    ".detach()ed or .data copies.",
     # a module that keeps state between calls (expect.expect_module)
     "longer_input": "Does forward handle every length up to context_length? Slice the mask "
     "built in __init__ from context_length: self.mask[:num_tokens, :num_tokens].",
@@ -158,8 +164,9 @@ HINTS: dict[str, str] = {
     "its COLUMNS: out_proj.weight[:, head * head_dim : (head + 1) * head_dim].",
     "ablation_next_head": "you zeroed the next head: head h owns columns h * head_dim up "
     "to (h + 1) * head_dim, counting from 0.",
-    "ablation_queries": "zeroing the queries does not silence a head: it then attends "
-    "uniformly and still writes its values. Zero its out_proj columns.",
+    "ablation_queries": "zeroing a head's queries (or its keys, which gives the same "
+    "output) does not silence it: its scores all become 0, so it attends uniformly and still "
+    "writes its values. Zero its out_proj columns.",
     # generation and the KV cache (notebook 09)
     "window_one_too_many": "off by one: each query sees `window` keys, itself included, "
     "so hide the keys `window` or more positions back (i - j >= window).",
@@ -184,11 +191,16 @@ HINTS: dict[str, str] = {
     "exp(m - m_new) before adding the new terms.",
     "online_rescale_inverted": "the rescale factor is upside down: it is exp(m - m_new) (at "
     "most 1), not exp(m_new - m).",
+    "online_overflow": "exp overflowed: compute exp(block - m_new) and exp(m - m_new), "
+    "differences with the running max (at most 0), never exp of a score alone.",
     "online_old_max": "the new terms must be exp(block - m_new), relative to the NEW max.",
     "tile_sum_not_rescaled": "forgot to rescale the running sum s by exp(m - m_new) when the "
     "max grows.",
     "tile_acc_not_rescaled": "forgot to rescale acc: the weighted sum of values so far was "
     "computed against the old max too; multiply it by exp(m - m_new), like s.",
+    "tile_overflow": "contains inf or NaN: exp overflowed (in float32 exp(x) is inf above "
+    "x = 88). Compute exp(scores - m_new) and exp(m - m_new), differences with the running "
+    "max (at most 0), never exp of a score alone.",
     "tile_mask_ignored": "the mask is not applied: fill the hidden scores with -inf before exp.",
     "tiled_diagonal_skipped": "a causal block skipped wrongly: the key block on the "
     "diagonal (same positions as the query block) holds each query's own key "
@@ -208,6 +220,11 @@ NUMPY_HINTS: dict[str, str] = {
     "sum_j weights[i, j] * X[j], that is weights @ X.",
     "overflow": "exp overflows for large scores (exp(1000) = inf): subtract the max along the "
     "axis first (it does not change the result).",
+    "shift_min": "subtracting the MIN does not prevent the overflow: the largest score then "
+    "becomes max - min, and exp of a range of thousands is inf. Subtract the max: every "
+    "exponent is then <= 0.",
+    "shift_mean": "subtracting the MEAN does not prevent the overflow: a score thousands above "
+    "the mean still gives exp(...) = inf. Subtract the max: every exponent is then <= 0.",
     "wrong_axis": "normalised along the wrong axis: use the `axis` argument for the max and "
     "the sum.",
     "keepdims": "the sum needs keepdims=True, otherwise it broadcasts along the wrong axis.",

@@ -38,13 +38,22 @@ def check_numpy_softmax(func: Callable[..., object]) -> str:
         (_rand(2, 3, 4, 5), -1),
         (_rand(3, 5, 5), 0),
         (np.array([[1000.0, 1001.0, 1002.0], [-5.0, 0.0, 5.0]]), -1),
+        # ranges of thousands: shifting by the min or the mean still overflows
+        (np.array([[-3000.0, 0.0, 1000.0, 999.0], [2.0, -2500.0, 1.0, 2.5]]), -1),
+        (1500.0 * _rand(4, 3, 6), -1),
+        (np.array([[800.0, -2000.0], [-1500.0, 700.0], [0.0, 1.0]]), 0),
     ]
     for x, axis in cases:
         what = f"softmax of an array {x.shape} along axis={axis}"
         got = call_pure(func, x) if axis == -1 else call_pure(func, x, axis=axis)
         with np.errstate(over="ignore", invalid="ignore"):
             e_x = np.exp(x)
-            mistakes = {
+            shifted = {  # the shift is right only when it is the max
+                name: np.exp(x - shift(x, axis=axis, keepdims=True))
+                for name, shift in (("shift_min", np.min), ("shift_mean", np.mean))
+            }
+            mistakes = {  # a plain exp fails on the earlier [1000, 1001, 1002] row already
+                **{n: e / e.sum(axis=axis, keepdims=True) for n, e in shifted.items()},
                 "overflow": e_x / e_x.sum(axis=axis, keepdims=True),
                 "wrong_axis": softmax(x, axis=0 if axis == -1 else -1),
             }

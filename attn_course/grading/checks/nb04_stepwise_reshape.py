@@ -7,7 +7,14 @@ from collections.abc import Callable
 import torch
 
 from ...attention import merge_heads, split_heads
-from ..expect import call_explained, call_pure, expect_answer, expect_close, randn
+from ..expect import (
+    call_explained,
+    call_pure,
+    expect_answer,
+    expect_close,
+    expect_function_gradients,
+    randn,
+)
 from ..registry import register
 
 NOTEBOOK = "04_stepwise_reshape"
@@ -25,7 +32,10 @@ def check_split_heads(func: Callable[..., object]) -> str:
             f"split_heads(x of shape {(b, num_tokens, d_out)}, num_heads={num_heads})",
             {"split_reshape": x.reshape(b, num_heads, num_tokens, d_out // num_heads)},
         )
-    return "right shape and the right numbers in every head."
+        expect_function_gradients(
+            func, (x, num_heads), split_heads, f"split_heads(x of shape {tuple(x.shape)})", seed=i
+        )
+    return "right shape, the right numbers in every head, gradients flow back."
 
 
 @register("merge_heads", NOTEBOOK, time_limit=5.0)
@@ -39,6 +49,9 @@ def check_merge_heads(func: Callable[..., object]) -> str:
             merge_heads(x),
             f"merge_heads(x of shape {tuple(x.shape)})",
             {"merge_no_transpose": x.contiguous().view(b, num_tokens, d_out)},
+        )
+        expect_function_gradients(
+            func, (x,), merge_heads, f"merge_heads(x of shape {tuple(x.shape)})", seed=i
         )
     return "merge_heads undoes split_heads exactly."
 

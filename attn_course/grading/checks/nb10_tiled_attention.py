@@ -37,6 +37,7 @@ def check_online_softmax_update(func: Callable[..., object]) -> str:
         np.array([1.0, 3.0, 2.0, 5.0]),
         rng.normal(scale=5, size=11),
         np.sort(rng.normal(size=9)),
+        np.array([800.0, 1500.0, -300.0, 2000.0, 1999.0]),  # exp overflows past 709
     ]
     for row in rows:
         for block_size in (1, 3):
@@ -52,6 +53,13 @@ def check_online_softmax_update(func: Callable[..., object]) -> str:
                 m, s = online_softmax_update(m, s, block)
                 if not (isinstance(got, tuple | list) and len(got) == 2):
                     raise CheckFailed(f"return the pair (m_new, s_new), got {got!r}.")
+                if not np.isclose(float(got[0]), m, rtol=1e-9) and np.isclose(
+                    float(got[1]), m, rtol=1e-9
+                ):
+                    raise CheckFailed(
+                        f"{what}: you returned (s_new, m_new); return the pair in the order "
+                        "(m_new, s_new)."
+                    )
                 if not np.isclose(float(got[0]), m, rtol=1e-9):
                     raise CheckFailed(
                         f"{what}: m = {float(got[0]):.4f}, expected {m:.4f}: "
@@ -61,6 +69,10 @@ def check_online_softmax_update(func: Callable[..., object]) -> str:
                     for name, (_, wrong_s) in mistakes.items():
                         if np.isclose(float(got[1]), wrong_s, rtol=1e-9):
                             raise CheckFailed(f"{what}: {HINTS[name]}")
+                    if not np.isfinite(float(got[1])):
+                        raise CheckFailed(
+                            f"{what}: s = {float(got[1])}. {HINTS['online_overflow']}"
+                        )
                     raise CheckFailed(f"{what}: s = {float(got[1]):.4f}, expected {s:.4f}.")
     return "the running max and sum equal the two-pass ones after every block."
 
@@ -83,35 +95,60 @@ TILE_MISTAKES = ("tile_sum_not_rescaled", "tile_acc_not_rescaled", "tile_mask_ig
 
 @register("attention_tile", NOTEBOOK, time_limit=5.0)
 def check_attention_tile(func: Callable[..., object]) -> str:
-    """``func(queries, keys, values, m, s, acc, mask=None)`` -> the updated (m, s, acc)."""
-    for i, (lead, block_q, block_k, head_dim, d_v, masked) in enumerate(
-        [((2, 3), 4, 5, 8, 6, False), ((1,), 3, 3, 4, 4, True), ((2,), 5, 2, 8, 3, False)]
+    """``func(queries, keys, values, m, s, acc, mask=None)`` -> the updated (m, s, acc).
+
+    Each configuration folds two tiles: the first from the initial state (m = -inf, s = 0,
+    acc = 0), the second with larger keys that raise the max. The last one has scores in
+    the hundreds, where exp overflows float32 (above 88).
+    """
+    for i, (lead, block_q, block_k, head_dim, d_v, masked, size) in enumerate(
+        [
+            ((2, 3), 4, 5, 8, 6, False, 1.0),
+            ((1,), 3, 3, 4, 4, True, 1.0),
+            ((2,), 5, 2, 8, 3, False, 1.0),
+            ((1, 2), 4, 4, 8, 4, True, 6.0),
+        ]
     ):
-        q = randn(*lead, block_q, head_dim, seed=340 + i)
+        q = size * randn(*lead, block_q, head_dim, seed=340 + i)
         k0, k1 = (
-            randn(*lead, block_k, head_dim, seed=350 + i),
-            randn(*lead, block_k, head_dim, seed=360 + i) * 3,
+            size * randn(*lead, block_k, head_dim, seed=350 + i),
+            size * randn(*lead, block_k, head_dim, seed=360 + i) * 3,
         )
         v0, v1 = randn(*lead, block_k, d_v, seed=370 + i), randn(*lead, block_k, d_v, seed=380 + i)
         mask = torch.ones(block_q, block_k, dtype=torch.bool).triu(diagonal=1) if masked else None
         m = torch.full((*lead, block_q, 1), -torch.inf)
-        state = attention_tile(q, k0, v0, m, torch.zeros(m.shape), torch.zeros(*lead, block_q, d_v))
-        want = attention_tile(q, k1, v1, *state, mask)  # the larger keys raise the max
-        got = call_pure(func, q, k1, v1, *state, mask)
-        if not (isinstance(got, tuple | list) and len(got) == 3):
-            raise CheckFailed("return the triple (m_new, s_new, acc_new).")
-        variants = {name: _tile_with(name, q, k1, v1, *state, mask) for name in TILE_MISTAKES}
-        what = f"the second tile for queries {tuple(q.shape)} and keys {tuple(k1.shape)}" + (
-            " with a mask" if masked else ""
-        )
-        for index, name in enumerate(("m_new", "s_new", "acc_new")):
-            expect_close(
-                got[index],
-                want[index],
-                f"{name} of {what}",
-                {mistake: variant[index] for mistake, variant in variants.items()},
+        start = (m, torch.zeros(m.shape), torch.zeros(*lead, block_q, d_v))
+        state = attention_tile(q, k0, v0, *start, mask)
+        for tile, (keys, values, before) in enumerate(((k0, v0, start), (k1, v1, state))):
+            want = attention_tile(q, keys, values, *before, mask)
+            got = call_pure(func, q, keys, values, *before, mask)
+            if not (isinstance(got, tuple | list) and len(got) == 3):
+                raise CheckFailed("return the triple (m_new, s_new, acc_new).")
+            variants = {
+                name: _tile_with(name, q, keys, values, *before, mask) for name in TILE_MISTAKES
+            }
+            what = (
+                f"the {('first (from m = -inf)', 'second')[tile]} tile for queries "
+                f"{tuple(q.shape)} and keys {tuple(keys.shape)}"
+                + (" with a mask" if masked else "")
+                + (
+                    f", scores up to {float((q @ keys.transpose(-2, -1)).max()):.0f}"
+                    if size > 1
+                    else ""
+                )
             )
-    return "one tile updates the running max, sum and weighted sum of values correctly."
+            for index, name in enumerate(("m_new", "s_new", "acc_new")):
+                expect_close(
+                    got[index],
+                    want[index],
+                    f"{name} of {what}",
+                    {mistake: variant[index] for mistake, variant in variants.items()},
+                    {"nan": HINTS["tile_overflow"]},
+                )
+    return (
+        "one tile updates the running max, sum and weighted sum of values correctly, from the "
+        "first tile on and for scores far past exp's float32 range."
+    )
 
 
 def _tiled_with(mistake: str, q, k, v, causal: bool, block_size: int) -> torch.Tensor:
@@ -139,6 +176,16 @@ def _tiled_with(mistake: str, q, k, v, causal: bool, block_size: int) -> torch.T
     return context
 
 
+def _full_size(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int) -> int:
+    """The fewest elements that give away a full (num_queries, num_keys) tensor: one head's
+    matrix (scores or mask) where every right tensor is smaller, else all heads' scores."""
+    nq, nk, heads = q.shape[-2], k.shape[-2], q[..., 0, 0].numel()
+    right = max(q.numel(), k.numel(), v.numel(), heads * nq * v.shape[-1], heads * block_size**2)
+    if nq * nk > right:
+        return nq * nk
+    return heads * nq * nk if heads * nq * nk > right else 2**62
+
+
 @register("tiled_attention", NOTEBOOK, time_limit=15.0)
 def check_tiled_attention(func: Callable[..., object]) -> str:
     """``func(queries, keys, values, causal, block_size)`` without an (nq, nk) tensor."""
@@ -148,6 +195,8 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
         ((2,), 7, 7, 4, 4, 16),
         ((1, 2), 10, 23, 8, 8, 4),
         ((1, 1), 33, 33, 4, 4, 33),
+        ((1, 2), 40, 40, 4, 4, 8),  # one head's (40, 40) scores outgrow every right tensor
+        ((1,), 48, 30, 4, 4, 8),
     ]
     for i, (lead, nq, nk, head_dim, d_v, block_size) in enumerate(shapes):
         q, k = randn(*lead, nq, head_dim, seed=390 + i), randn(*lead, nk, head_dim, seed=400 + i)
@@ -167,10 +216,11 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
                     for name in ("tiled_diagonal_skipped", "tiled_diagonal_unmasked")
                 }
             expect_close(got, want, what, mistakes)
-            if largest >= q[..., 0].numel() * nk and nq * nk > block_size**2:
+            if largest >= _full_size(q, k, v, block_size):
                 raise CheckFailed(
                     f"{what}: right values, but an operator built a tensor with "
-                    f"{largest} elements, as large as all the (num_queries, num_keys) "
-                    "scores: work on one (block_size, block_size) tile at a time."
+                    f"{largest} elements, as large as a full (num_queries, num_keys) matrix "
+                    "of scores or a full mask: work on one (block_size, block_size) tile at a "
+                    "time, and mask inside the tile."
                 )
     return "tiled attention equals full attention, causal or not, for any length and block size."

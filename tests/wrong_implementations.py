@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_course import attention, blocks, foundations, numpy_attention
+from attn_course import attention, blocks, foundations, numpy_attention, tiled
 from attn_course.attention import merge_heads, split_heads
 
 
@@ -601,6 +601,149 @@ class CausalDevicePlaced(attention.CausalAttention):
         return self.dropout(torch.softmax(scores.masked_fill(mask, -torch.inf), -1)) @ values
 
 
+# ---- autograd: answers computed outside it ------------------------------------------------
+
+
+def sdpa_no_grad(queries, keys, values, mask=None):
+    """Right numbers, computed under torch.no_grad(): nothing can train through it."""
+    with torch.no_grad():
+        return attention.scaled_dot_product_attention(queries, keys, values, mask)
+
+
+def sdpa_numpy(queries, keys, values, mask=None):
+    """Right numbers, computed in NumPy and converted back."""
+    q, k, v = (t.detach().numpy() for t in (queries, keys, values))
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])
+    if mask is not None:
+        scores = np.where(mask.numpy(), -np.inf, scores)
+    weights = numpy_attention.softmax(scores, axis=-1)
+    return torch.from_numpy(weights @ v).float(), torch.from_numpy(weights).float()
+
+
+def split_heads_numpy(x, num_heads):
+    b, num_tokens, d_out = x.shape
+    heads = x.detach().numpy().reshape(b, num_tokens, num_heads, -1).transpose(0, 2, 1, 3)
+    return torch.from_numpy(np.ascontiguousarray(heads))
+
+
+def merge_heads_detached(x):
+    return attention.merge_heads(x).detach()
+
+
+# ---- inputs in the dangerous range ---------------------------------------------------------
+
+
+def numpy_softmax_shift_min(x, axis=-1):
+    """Shifts by the min: stable for small ranges only."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e_x = np.exp(x - x.min(axis=axis, keepdims=True))
+        return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+def numpy_softmax_shift_mean(x, axis=-1):
+    """Shifts by the mean: a range of thousands still overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e_x = np.exp(x - x.mean(axis=axis, keepdims=True))
+        return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+def numpy_softmax_clipped(x, axis=-1):
+    """Right: clips the shifted scores (the max subtracted first)."""
+    shifted = np.clip(x - x.max(axis=axis, keepdims=True), -700, 0)
+    e_x = np.exp(shifted)
+    return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+_MASK_CACHE = attention.causal_mask(1024)
+
+
+def causal_mask_sliced(num_tokens):
+    """Slices one precomputed 1024 x 1024 mask: wrong beyond it, and results share memory."""
+    return _MASK_CACHE[:num_tokens, :num_tokens]
+
+
+_MASKS: dict[int, torch.Tensor] = {}
+
+
+def causal_mask_memoised(num_tokens):
+    """Right values for every size, but one tensor handed out to every caller."""
+    return _MASKS.setdefault(num_tokens, attention.causal_mask(num_tokens))
+
+
+def online_swapped(m, s, block):
+    m_new, s_new = tiled.online_softmax_update(m, s, block)
+    return s_new, m_new
+
+
+def online_exp_first(m, s, block):
+    """exp of the raw scores, divided by exp(m_new) later: overflows past 709."""
+    m_new = max(m, float(np.max(block)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return m_new, (s * np.exp(m) + float(np.sum(np.exp(block)))) / np.exp(m_new)
+
+
+def tile_exp_first(queries, keys, values, m, s, acc, mask=None):
+    """exp of the raw scores: inf in float32 above 88."""
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    p = torch.exp(scores) / torch.exp(m_new)
+    rescale = torch.exp(m - m_new)
+    return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
+
+
+def tile_first_tile_nan(queries, keys, values, m, s, acc, mask=None):
+    """exp(m) / exp(m_new) for the rescale: -inf - -inf style NaN... from the first tile on
+    the ratio is 0 / 0 where m_new underflows."""
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    p = torch.exp(scores - m_new)
+    rescale = torch.exp(m) / torch.exp(m_new)
+    return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
+
+
+def tiled_per_head_matrix(queries, keys, values, causal=False, block_size=64):
+    """Loops over heads, each with its full (num_queries, num_keys) scores."""
+    flat_q = queries.reshape(-1, *queries.shape[-2:])
+    flat_k, flat_v = keys.reshape(-1, *keys.shape[-2:]), values.reshape(-1, *values.shape[-2:])
+    outputs = []
+    for q, k, v in zip(flat_q, flat_k, flat_v, strict=True):
+        mask = None
+        if causal:
+            mask = torch.arange(k.shape[0])[None, :] > torch.arange(q.shape[0])[:, None]
+        outputs.append(attention.scaled_dot_product_attention(q, k, v, mask)[0])
+    return torch.stack(outputs).reshape(*queries.shape[:-1], values.shape[-1])
+
+
+def tiled_full_mask(queries, keys, values, causal=False, block_size=64):
+    """Tiles the scores but builds the whole (num_queries, num_keys) causal mask first."""
+    num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+    full = torch.ones(num_queries, num_keys, dtype=torch.bool).triu(1)
+    queries = queries / keys.shape[-1] ** 0.5
+    context = torch.zeros(*queries.shape[:-1], values.shape[-1])
+    for q_start in range(0, num_queries, block_size):
+        q_end = min(q_start + block_size, num_queries)
+        m = torch.full((*queries.shape[:-2], q_end - q_start, 1), -torch.inf)
+        s, acc = torch.zeros(m.shape), torch.zeros(*m.shape[:-1], values.shape[-1])
+        for k_start in range(0, min(q_end, num_keys) if causal else num_keys, block_size):
+            k_end = min(k_start + block_size, num_keys)
+            mask = full[q_start:q_end, k_start:k_end] if causal else None
+            m, s, acc = tiled.attention_tile(
+                queries[..., q_start:q_end, :],
+                keys[..., k_start:k_end, :],
+                values[..., k_start:k_end, :],
+                m,
+                s,
+                acc,
+                mask,
+            )
+        context[..., q_start:q_end, :] = acc / s
+    return context
+
+
 @dataclass(frozen=True)
 class Wrong:
     name: str
@@ -884,6 +1027,27 @@ WRONG: list[Wrong] = [
     Wrong("mask made in forward", "causal_attention", CausalFreshMask, ("register_buffer",)),
     Wrong("buffer replaced in forward", "multi_head_attention", MHAFreshMask, ("register_buffer",)),
     Wrong("mask sized by d_in", "causal_attention", CausalMaskFromDin, ("context_length",)),
+    # autograd exercised
+    Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
+    Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),
+    Wrong("split heads in NumPy", "split_heads", split_heads_numpy, ("numpy",)),
+    Wrong("merge heads detached", "merge_heads", merge_heads_detached, ("detach",)),
+    # inputs in the dangerous range
+    Wrong("numpy softmax shift by min", "numpy_softmax", numpy_softmax_shift_min, ("min",)),
+    Wrong("numpy softmax shift by mean", "numpy_softmax", numpy_softmax_shift_mean, ("mean",)),
+    Wrong("mask sliced from 1024", "causal_mask", causal_mask_sliced, ("one cached tensor",)),
+    Wrong("mask memoised", "causal_mask", causal_mask_memoised, ("same memory",)),
+    Wrong("online (s, m) swapped", "online_softmax_update", online_swapped, ("order",)),
+    Wrong("online exp first", "online_softmax_update", online_exp_first, ("overflow",)),
+    Wrong("tile exp first", "attention_tile", tile_exp_first, ("overflow", "88")),
+    Wrong(
+        "tile rescale exp(m) / exp(m_new)",
+        "attention_tile",
+        tile_first_tile_nan,
+        ("exp(m - m_new)",),
+    ),
+    Wrong("tiled per-head matrix", "tiled_attention", tiled_per_head_matrix, ("full",)),
+    Wrong("tiled full mask", "tiled_attention", tiled_full_mask, ("mask inside the tile",)),
 ]
 
 NOT_IN_NUMPY_HINTS = ("dim=-1", "masked_fill", "torch.")  # torch words
@@ -952,4 +1116,5 @@ CORRECT: list[tuple[str, str, object]] = [
     ("encoder dropout by hand", "encoder_layer", EncoderHandDropout),
     ("block dropout by hand", "transformer_block", BlockHandDropout),
     ("causal mask on x.device", "causal_attention", CausalDevicePlaced),
+    ("numpy softmax clipped", "numpy_softmax", numpy_softmax_clipped),
 ]

@@ -144,7 +144,7 @@ def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **o
     kwargs = kwargs or {}
     inputs = list(args) + list(kwargs.values())
     before = [_snapshot(a) for a in inputs]
-    structures = [_structure(a.state_dict()) if isinstance(a, nn.Module) else None for a in inputs]
+    structures = [_structure(a.state_dict()) if isinstance(a, nn.Module) else {} for a in inputs]
     reply = invoke(func, args, kwargs, **options)
     for arg, after, structure in zip(inputs, reply["after"], structures, strict=True):
         if isinstance(arg, nn.Module):

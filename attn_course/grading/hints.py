@@ -132,16 +132,16 @@ HINTS: dict[str, str] = {
     "lecture's forward does not): keep what one call computes in local variables, e.g. "
     "mask = self.mask[:n, :n].",
     # dropout judged by what it means (expect.expect_dropout), in training mode
-    "dropout_module_rate": "your self.{name} drops with p={got}, the lecture's with p={want}: build "
-    "each dropout from the constructor's dropout argument (a sublayer built with 0.0 or a "
-    "hard-coded rate drops the wrong share).",
+    "dropout_module_rate": "your self.{name} drops with p={got}, the lecture's with "
+    "p={want}: build each dropout from the constructor's dropout argument (a sublayer "
+    "built with 0.0 or a hard-coded rate drops the wrong share).",
     "dropout_unscaled": "the kept values are not scaled by 1/(1 - p), so on average the "
     "output shrinks. nn.Dropout does the scaling; a hand-written mask needs it: "
     "w * keep / (1 - p).",
     "dropout_rate": "it drops about {got:.0%} of the values instead of the dropout argument's "
     "{want:.0%}: use the rate the module was built with, not a fixed one.",
-    "dropout_missing_at": "no dropout where the lecture's self.{name} applies it: build that part "
-    "with the constructor's dropout argument, not 0.0.",
+    "dropout_missing_at": "no dropout where the lecture's self.{name} applies it: build "
+    "that part with the constructor's dropout argument, not 0.0.",
     # a module moved to another device (expect.expect_on_meta)
     "device": "A tensor built in forward (torch.ones(...), torch.triu(...)) stays on the CPU "
     "when the module moves to a GPU: build the mask once in __init__ with "

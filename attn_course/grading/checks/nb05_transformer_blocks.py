@@ -125,6 +125,13 @@ def check_layer_norm(cls: type) -> str:
         [((2, 3, 5), (5,)), ((1, 1, 4), (4,)), ((4, 6), (6,)), ((3, 2, 4), (4, 0.01))]
     ):
         x = _layer_norm_inputs(i, shape)
+
+        def what(call: tuple, args: tuple = args) -> str:
+            return (
+                f"{cls.__name__}{args} on input {tuple(call[0].shape)} (its last rows: one "
+                "tiny spread, one all equal)"
+            )
+
         expect_like_reference(
             cls,
             LayerNorm,
@@ -133,10 +140,7 @@ def check_layer_norm(cls: type) -> str:
             seed=160 + i,
             mistakes_of=_layer_norm_mistakes,
             hints={"nan": HINTS["nan_layer_norm"]},
-            what=lambda call, args=args: (
-                f"{cls.__name__}{args} on input {tuple(call[0].shape)} (its last rows: one "
-                "tiny spread, one all equal)"
-            ),
+            what=what,
         )
     return (
         "same outputs and gradients as the lecture's LayerNorm: eps (also a non-default one), "

@@ -557,7 +557,7 @@ def expect_module(
     expect_on_meta(mine, first, label, tuple(_run_ref(ref, first, train=False, seed=None).shape))
 
 
-DROPOUT_DRAWS = 2048  # training-mode outputs compared, drawn at once as a batch of copies
+DROPOUT_DRAWS = 1024  # training-mode outputs compared, drawn at once as a batch of copies
 # A right dropout gives statistics near 1 (about 30 is a one-in-ten-million chance even
 # when every output element hangs on one random draw); the mistakes give hundreds.
 DROPOUT_THRESHOLD = 30.0

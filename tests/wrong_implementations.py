@@ -601,6 +601,30 @@ class CausalDevicePlaced(attention.CausalAttention):
         return self.dropout(torch.softmax(scores.masked_fill(mask, -torch.inf), -1)) @ values
 
 
+class CausalScaledByDin(attention.CausalAttention):
+    """Divides the scores by sqrt(d_in) instead of sqrt(d_out)."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / x.shape[-1] ** 0.5
+        scores = scores.masked_fill(self.mask[:n, :n], -torch.inf)
+        return self.dropout(torch.softmax(scores, dim=-1)) @ values
+
+
+class MHAScaledByDin(attention.MultiHeadAttention):
+    """Divides each head's scores by sqrt(d_in)."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
+        scores = heads[0] @ heads[1].transpose(-2, -1) / x.shape[-1] ** 0.5
+        weights = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        return self.out_proj(merge_heads(self.dropout(weights) @ heads[2]))
+
+
 # ---- autograd: answers computed outside it ------------------------------------------------
 
 
@@ -903,6 +927,7 @@ WRONG: list[Wrong] = [
     Wrong("mha count without out_proj", "mha_parameter_count", 108, ("out_proj",)),
     Wrong("weights count without heads", "attn_weights_numel", 2 * 1024 * 1024, ("head",)),
     Wrong("memory grows linearly", "attn_memory_ratio", 2, ("squared",)),
+    Wrong("weights count visible only", "attn_weights_numel", 12_595_200, ("visible", "numel")),
     Wrong("weightless scaled", "weightless_attention", weightless_with("scaled"), ("no scaling",)),
     Wrong(
         "weightless softmax axis",
@@ -1027,6 +1052,8 @@ WRONG: list[Wrong] = [
     Wrong("mask made in forward", "causal_attention", CausalFreshMask, ("register_buffer",)),
     Wrong("buffer replaced in forward", "multi_head_attention", MHAFreshMask, ("register_buffer",)),
     Wrong("mask sized by d_in", "causal_attention", CausalMaskFromDin, ("context_length",)),
+    Wrong("causal scaled by sqrt(d_in)", "causal_attention", CausalScaledByDin, ("sqrt(d_in)",)),
+    Wrong("mha scaled by sqrt(d_in)", "multi_head_attention", MHAScaledByDin, ("sqrt(d_in)",)),
     # autograd exercised
     Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
     Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),

@@ -46,6 +46,11 @@ HINTS: dict[str, str] = {
     "num_tokens, num_heads, head_dim) before .contiguous().view(b, num_tokens, d_out).",
     "scale_d_out": "scores scaled by sqrt(d_out) instead of sqrt(head_dim): each head's dot "
     "products have head_dim terms, so divide by head_dim ** 0.5.",
+    "scale_d_in": "scores scaled by sqrt(d_in), the input width: the dot products have as "
+    "many terms as a query has numbers, so divide by keys.shape[-1] ** 0.5.",
+    "scale_width": "scores scaled by the width of the whole projection (sqrt(d_out), here "
+    "equal to sqrt(d_in)) instead of sqrt(head_dim): each head's dot products have head_dim "
+    "terms, so divide by head_dim ** 0.5.",
     "no_out_proj": "missing out_proj: apply self.out_proj to the merged heads.",
     "wrapper_out_proj": "the heads are right but the wrapper has no output projection: "
     "set mha.out_proj to the identity (weight = torch.eye(d_out), bias = 0).",

@@ -35,7 +35,7 @@ def check_split_heads(func: Callable[..., object]) -> str:
         expect_function_gradients(
             func, (x, num_heads), split_heads, f"split_heads(x of shape {tuple(x.shape)})", seed=i
         )
-    return "right shape, the right numbers in every head, gradients flow back."
+    return "right shape and the right numbers in every head."
 
 
 @register("merge_heads", NOTEBOOK, time_limit=5.0)

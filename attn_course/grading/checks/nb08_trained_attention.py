@@ -158,7 +158,7 @@ def check_find_induction_heads(func: Callable[..., object]) -> str:
             f"{what}. Run the model on the tokens, take head_scores(model.attention_weights(), "
             "tokens)['induction'] and keep every (layer, head) above 0.5."
         )
-    return "you find exactly the heads with an induction score above 0.5, none where none is."
+    return "you find exactly the heads with an induction score above 0.5."
 
 
 def _scores_weights(model: TinyTransformer, tokens: torch.Tensor) -> torch.Tensor:

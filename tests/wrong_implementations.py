@@ -625,6 +625,21 @@ class MHAScaledByDin(attention.MultiHeadAttention):
         return self.out_proj(merge_heads(self.dropout(weights) @ heads[2]))
 
 
+def sdpa_swapped(queries, keys, values, mask=None):
+    context, weights = attention.scaled_dot_product_attention(queries, keys, values, mask)
+    return weights, context
+
+
+def numpy_self_attention_swapped(X, W_Q, W_K, W_V, causal=False):
+    output, weights = numpy_attention.self_attention(X, W_Q, W_K, W_V, causal)
+    return weights, output
+
+
+def split_heads_no_transpose(x, num_heads):
+    b, num_tokens, d_out = x.shape
+    return x.view(b, num_tokens, num_heads, d_out // num_heads)
+
+
 # ---- autograd: answers computed outside it ------------------------------------------------
 
 
@@ -1054,6 +1069,9 @@ WRONG: list[Wrong] = [
     Wrong("mask sized by d_in", "causal_attention", CausalMaskFromDin, ("context_length",)),
     Wrong("causal scaled by sqrt(d_in)", "causal_attention", CausalScaledByDin, ("sqrt(d_in)",)),
     Wrong("mha scaled by sqrt(d_in)", "multi_head_attention", MHAScaledByDin, ("sqrt(d_in)",)),
+    Wrong("sdpa pair swapped", "scaled_dot_product_attention", sdpa_swapped, ("swapped",)),
+    Wrong("numpy pair swapped", "numpy_self_attention", numpy_self_attention_swapped, ("swapped",)),
+    Wrong("split heads view only", "split_heads", split_heads_no_transpose, ("transpose(1, 2)",)),
     # autograd exercised
     Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
     Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),

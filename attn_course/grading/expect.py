@@ -47,6 +47,7 @@ __all__ = [
     "close",
     "expect_close",
     "expect_answer",
+    "expect_pair",
     "expect_function_gradients",
     "build_pair",
     "attention_mistakes",
@@ -270,6 +271,24 @@ def expect_close(
         raise CheckFailed(f"{what} {(hints or {}).get('nan', HINTS['nan'])}")
     diff = (got_t.double() - want_t.double()).abs().nan_to_num(float("inf")).max().item()
     raise CheckFailed(f"{what}: wrong values (largest difference {diff:.3g}).")
+
+
+def expect_pair(got: object, want: tuple, names: str) -> tuple:
+    """The learner's pair, in the reference's order; ``names`` like "(context, attn_weights)"."""
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        raise CheckFailed(f"return the pair {names}, in this order.")
+    first, second = (torch.as_tensor(g).detach() if _is_array(g) else g for g in got)
+    if _is_array(got[0]) and _is_array(got[1]):
+        wants = [torch.as_tensor(w) for w in want]
+        if close(first, wants[1]) and close(second, wants[0]) and not close(first, wants[0]):
+            raise CheckFailed(
+                f"the two results are swapped: return the pair {names}, in this order."
+            )
+    return tuple(got)
+
+
+def _is_array(value: object) -> bool:
+    return isinstance(value, torch.Tensor | np.ndarray)
 
 
 def expect_answer(answer: object, want: object, what: str, hints: dict | None = None) -> str:

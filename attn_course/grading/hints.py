@@ -42,6 +42,8 @@ HINTS: dict[str, str] = {
     "split_reshape": "heads split with reshape/view straight to (b, num_heads, num_tokens, "
     "head_dim), which mixes tokens and heads: view as (b, num_tokens, num_heads, head_dim), "
     "then transpose(1, 2).",
+    "split_no_transpose": "that is the shape after the view: transpose(1, 2) then groups "
+    "the tokens by head, (b, num_heads, num_tokens, head_dim).",
     "merge_no_transpose": "heads merged without transposing back: transpose(1, 2) to (b, "
     "num_tokens, num_heads, head_dim) before .contiguous().view(b, num_tokens, d_out).",
     "scale_d_out": "scores scaled by sqrt(d_out) instead of sqrt(head_dim): each head's dot "

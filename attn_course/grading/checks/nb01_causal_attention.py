@@ -14,6 +14,7 @@ from ..expect import (
     expect_answer,
     expect_close,
     expect_function_gradients,
+    expect_pair,
     invoke_many,
     randn,
     seeded,
@@ -94,8 +95,7 @@ def check_scaled_dot_product_attention(func: Callable[..., object]) -> str:
     for what, q, k, v, mask in _sdpa_cases():
         want_context, want_weights = scaled_dot_product_attention(q, k, v, mask)
         got = call_pure(func, q, k, v) if mask is None else call_pure(func, q, k, v, mask)
-        if not (isinstance(got, tuple) and len(got) == 2):
-            raise CheckFailed("return the pair (context, attn_weights), in this order.")
+        got = expect_pair(got, (want_context, want_weights), "(context, attn_weights)")
         mistakes = attention_mistakes(q, k, v, mask)
         expect_close(
             got[1],

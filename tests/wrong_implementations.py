@@ -640,6 +640,24 @@ def split_heads_no_transpose(x, num_heads):
     return x.view(b, num_tokens, num_heads, d_out // num_heads)
 
 
+class CausalViewWithDin(attention.CausalAttention):
+    """Views its output with d_in where d_out belongs, once inputs are wide (d_in >= 5): the
+    first configurations pass, a later one raises."""
+
+    def forward(self, x):
+        b, n, d_in = x.shape
+        out = super().forward(x)
+        return out.reshape(b, n, -1) if d_in < 5 else out.view(b, n, d_in)
+
+
+class EncoderMaskRequired(blocks.EncoderLayer):
+    """Builds the mask's complement without checking for None."""
+
+    def forward(self, x, mask=None):
+        visible = ~mask  # TypeError when there is no mask
+        return super().forward(x, mask=~visible)
+
+
 # ---- autograd: answers computed outside it ------------------------------------------------
 
 
@@ -1072,6 +1090,8 @@ WRONG: list[Wrong] = [
     Wrong("sdpa pair swapped", "scaled_dot_product_attention", sdpa_swapped, ("swapped",)),
     Wrong("numpy pair swapped", "numpy_self_attention", numpy_self_attention_swapped, ("swapped",)),
     Wrong("split heads view only", "split_heads", split_heads_no_transpose, ("transpose(1, 2)",)),
+    Wrong("fails on a later size", "causal_attention", CausalViewWithDin, ("worked for",)),
+    Wrong("encoder needs a mask", "encoder_layer", EncoderMaskRequired, ("mask or none",)),
     # autograd exercised
     Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
     Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),

@@ -746,12 +746,27 @@ def expect_like_reference(
 ) -> None:
     """``cls(*args)`` behaves as ``ref_cls(*args)``: ``build_pair``, then ``expect_module``.
 
-    ``what(call)`` names a call in hints; by default "Name(args) on input (shape)".
+    ``what(call)`` names a call in hints; by default "Name(args) on input (shape)". When
+    ``cls`` passed another configuration before and raises on this one, the hint names both.
     """
-    mine, ref = build_pair(cls, ref_cls, args, seed)
     shown = ", ".join(map(repr, args))
     label = what or (lambda call: f"{cls.__name__}({shown}) on input {tuple(call[0].shape)}")
-    expect_module(mine, ref, calls, label, mistakes_of, hints, dropout_hint, seed)
+    try:
+        mine, ref = build_pair(cls, ref_cls, args, seed)
+        expect_module(mine, ref, calls, label, mistakes_of, hints, dropout_hint, seed)
+    except Exception as exc:
+        error, passed = learner_error(exc), _PASSED.get()
+        if error is None or _not_implemented(exc) or passed is None or passed[0] is not cls:
+            raise
+        raise CheckFailed(
+            f"{label(calls[0])}: your {cls.__name__} worked for {passed[1]} but raises here "
+            f"({error}). {HINTS['other_configuration']}"
+        ) from None
+    _PASSED.set((cls, f"{cls.__name__}({shown})"))
+
+
+# The class and configuration ``expect_like_reference`` passed last (in this context).
+_PASSED: ContextVar[tuple[type, str] | None] = ContextVar("_PASSED", default=None)
 
 
 def _expect_gradients(mine_grads: dict, ref, args: tuple, label: str, seed: int) -> None:

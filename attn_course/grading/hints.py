@@ -138,6 +138,9 @@ HINTS: dict[str, str] = {
     "kept_state_named": "forward changed {names} on an earlier call and kept the change (the "
     "lecture's forward does not): keep what one call computes in local variables, e.g. "
     "mask = self.mask[:n, :n].",
+    "other_configuration": "Look at what differs between the two (the sizes, d_in against "
+    "d_out, the number of heads, a mask or none): a fixed number, or one argument used where "
+    "another belongs, fails only on some configurations.",
     # dropout judged by what it means (expect.expect_dropout), in training mode
     "dropout_module_rate": "your self.{name} drops with p={got}, the lecture's with "
     "p={want}: build each dropout from the constructor's dropout argument (a sublayer "

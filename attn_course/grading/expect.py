@@ -508,6 +508,7 @@ def expect_module(
     hints: dict[str, str] | None = None,
     dropout_hint: str = "",
     seed: int = 0,
+    dropout: bool = True,
 ) -> None:
     """Everything the lectures teach about a module, call after call on ONE instance.
 
@@ -516,8 +517,9 @@ def expect_module(
     (``mistakes_of(ref, *args)`` names the likely mistake), a second eval call that must
     give the same output (dropout is off in eval), and a backward pass whose input and
     parameter gradients must match the reference's. Then, on the first call's input: dropout
-    judged by what it means (``expect_dropout``; ``dropout_hint`` says where it goes) and
-    the module moved to the ``meta`` device (``expect_on_meta``).
+    judged by what it means (``expect_dropout``, unless ``dropout`` is False: it is the
+    costly part, a check runs it on two configurations; ``dropout_hint`` says where it goes)
+    and the module moved to the ``meta`` device (``expect_on_meta``).
     A tuple output is compared by its first element. When a later call goes wrong, the hint
     names the attributes an earlier call changed and the reference's forward does not.
     """
@@ -572,7 +574,8 @@ def expect_module(
             raise CheckFailed(f"{failure} {_kept_state_hint(kept)}") from None
         _expect_gradients(next(replies)["grads"], ref, args, label, grad_seed)
     first, label = calls[0], what(calls[0])
-    expect_dropout(mine, ref, first, label, dropout_hint, seed)
+    if dropout:
+        expect_dropout(mine, ref, first, label, dropout_hint, seed)
     expect_on_meta(mine, first, label, tuple(_run_ref(ref, first, train=False, seed=None).shape))
 
 
@@ -653,12 +656,21 @@ def expect_dropout(
 
     ``DROPOUT_DRAWS`` training-mode outputs of the learner's module must have the means and
     variances of the reference's (each drawn from its own random stream): the same dropout
-    rate at the same places, kept values scaled by 1/(1 - p). A hand-written dropout
-    (``torch.rand_like(w) >= p``, ``torch.bernoulli``) passes. When they differ, the hint
+    rate at the same places, kept values scaled by 1/(1 - p). First, a dropout module of the
+    reference's name must have its rate (a sublayer built with 0.0 changes the statistics
+    only a little). A hand-written dropout (``torch.rand_like(w) >= p``, ``torch.bernoulli``)
+    passes. When they differ, the hint
     names the mistake whose reference variant matches.
     """
     if not _dropouts(ref):
         return
+    where = f"{label}, in training mode (train()) with dropout: "
+    ref_rates, my_rates = agent.module_info(ref)["dropout"], module_info_of(mine)["dropout"]
+    for name, p in ref_rates.items():
+        if name in my_rates and my_rates[name] != p:  # a subtle change of the statistics
+            raise CheckFailed(
+                where + HINTS["dropout_module_rate"].format(name=name, got=my_rates[name], want=p)
+            )
     draw_seed = salted(seed * 100 + 99)
     got = _draws(mine, args, draw_seed, learner=True)
     want_eval = _run_ref(ref, args, train=False, seed=None).reshape(-1).double()
@@ -669,18 +681,10 @@ def expect_dropout(
 
     if like():
         return
-    where = f"{label}, in training mode (train()) with dropout: "
     if bool((got - want_eval).abs().le(floor).all()):
         raise CheckFailed(
             f"{where}the output is the same as in eval mode, so no dropout is applied. {hint}"
         )
-    ref_rates = agent.module_info(ref)["dropout"]
-    my_rates = module_info_of(mine)["dropout"]
-    for name, p in ref_rates.items():
-        if name in my_rates and my_rates[name] != p:
-            raise CheckFailed(
-                where + HINTS["dropout_module_rate"].format(name=name, got=my_rates[name], want=p)
-            )
     rate = max(ref_rates.values())
     with _unscaled(ref):
         if like():
@@ -743,17 +747,19 @@ def expect_like_reference(
     hints: dict[str, str] | None = None,
     dropout_hint: str = "",
     what: Callable[[tuple], str] | None = None,
+    dropout: bool = True,
 ) -> None:
     """``cls(*args)`` behaves as ``ref_cls(*args)``: ``build_pair``, then ``expect_module``.
 
-    ``what(call)`` names a call in hints; by default "Name(args) on input (shape)". When
+    ``what(call)`` names a call in hints; by default "Name(args) on input (shape)";
+    ``dropout`` as in ``expect_module``. When
     ``cls`` passed another configuration before and raises on this one, the hint names both.
     """
     shown = ", ".join(map(repr, args))
     label = what or (lambda call: f"{cls.__name__}({shown}) on input {tuple(call[0].shape)}")
     try:
         mine, ref = build_pair(cls, ref_cls, args, seed)
-        expect_module(mine, ref, calls, label, mistakes_of, hints, dropout_hint, seed)
+        expect_module(mine, ref, calls, label, mistakes_of, hints, dropout_hint, seed, dropout)
     except Exception as exc:
         error, passed = learner_error(exc), _PASSED.get()
         if error is None or _not_implemented(exc) or passed is None or passed[0] is not cls:
@@ -795,7 +801,16 @@ def expect_function_gradients(
 ) -> None:
     """backward() through the learner's function gives the reference's gradient for every
     float input (an answer computed under no_grad, in NumPy or detached fails)."""
-    grads = invoke(func, args, backward_seed=salted(seed))["grads"]
+    try:
+        grads = invoke(func, args, backward_seed=salted(seed))["grads"]
+    except Exception as exc:
+        error = learner_error(exc)
+        if error is None or _not_implemented(exc):
+            raise
+        raise CheckFailed(
+            f"{label}: with inputs that require gradients it raises ({error}). Change no input "
+            "in place (x /= s, acc *= rescale, masked_fill_ on an input): compute new tensors."
+        ) from None
     want = agent.call(ref_func, args, backward_seed=salted(seed))["grads"]
     if "error" in grads:
         raise CheckFailed(f"{label}: backward() fails ({grads['error']}). {HINTS['no_autograd']}")

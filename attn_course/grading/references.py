@@ -137,6 +137,7 @@ def check_causal_class(cls: type) -> None:
             seed=40 + i,
             mistakes_of=causal_mistakes,
             dropout_hint=HINTS["dropout_attention"],
+            dropout=i < 2,
         )
 
 
@@ -157,6 +158,7 @@ def check_mha_class(
             mistakes_of=mistakes_of,
             hints=hints,
             dropout_hint=dropout_hint,
+            dropout=i < 2,
         )
 
 
@@ -217,6 +219,7 @@ def check_encoder_class(cls: type) -> None:
             mistakes_of=encoder_mistakes,
             dropout_hint=HINTS["dropout_encoder"],
             what=what,
+            dropout=i < 2,
         )
 
 
@@ -295,6 +298,7 @@ def check_cross_attention_class(cls: type) -> None:
             cross_mistakes,
             dropout_hint=HINTS["dropout_cross"],
             seed=300 + i,
+            dropout=i < 2,
         )
         with torch.no_grad():
             want_weights = ref(*calls[0])[1]

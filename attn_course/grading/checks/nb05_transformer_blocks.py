@@ -79,6 +79,7 @@ def check_feed_forward(cls: type) -> str:
             seed=140 + i,
             mistakes_of=_feed_forward_mistakes,
             dropout_hint=HINTS["dropout_feed_forward"],
+            dropout=i < 2,
         )
     return "same outputs as the lecture's FeedForward, dropout in its place."
 
@@ -141,6 +142,7 @@ def check_layer_norm(cls: type) -> str:
             mistakes_of=_layer_norm_mistakes,
             hints={"nan": HINTS["nan_layer_norm"]},
             what=what,
+            dropout=i < 2,
         )
     return (
         "same outputs and gradients as the lecture's LayerNorm: eps (also a non-default one), "
@@ -189,6 +191,7 @@ def check_transformer_block(cls: type) -> str:
             seed=220 + i,
             mistakes_of=_block_mistakes,
             dropout_hint=HINTS["dropout_block"],
+            dropout=i < 2,
         )
     return "same outputs as the lecture's pre-LN TransformerBlock, dropout in its place."
 

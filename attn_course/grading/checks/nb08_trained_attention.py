@@ -14,7 +14,14 @@ from ...model import ModelConfig, TinyTransformer, ablated
 from ...positions import sinusoidal_positions
 from ...tasks import TASKS
 from ...training import model_config, pretrained
-from ..expect import call_explained, call_pure, expect_close, randn, seeded
+from ..expect import (
+    call_explained,
+    call_pure,
+    expect_close,
+    expect_function_gradients,
+    randn,
+    seeded,
+)
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "08_trained_attention"
@@ -42,6 +49,9 @@ def check_previous_token_score(func: Callable[..., object]) -> str:
                 "previous_next": torch.zeros_like(want),
                 "previous_all_rows": all_rows,
             },  # fmt: skip
+        )
+        expect_function_gradients(
+            func, (w,), previous_token_score, f"the score of weights {tuple(w.shape)}", seed=800 + i
         )
     return "your score matches head_scores.previous_token_score."
 

@@ -8,7 +8,13 @@ import numpy as np
 import torch
 
 from ...tiled import attention_tile, online_softmax_update, tiled_attention
-from ..expect import call_pure, call_pure_reply, expect_close, randn
+from ..expect import (
+    call_pure,
+    call_pure_reply,
+    expect_close,
+    expect_function_gradients,
+    randn,
+)
 from ..hints import HINTS
 from ..registry import CheckFailed, register
 
@@ -145,6 +151,8 @@ def check_attention_tile(func: Callable[..., object]) -> str:
                     {mistake: variant[index] for mistake, variant in variants.items()},
                     {"nan": HINTS["tile_overflow"]},
                 )
+            args = (q, keys, values, *before, mask)
+            expect_function_gradients(func, args, attention_tile, what, seed=340 + i)
     return "one tile updates the running max, sum and weighted sum of values correctly."
 
 
@@ -213,6 +221,8 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
                     for name in ("tiled_diagonal_skipped", "tiled_diagonal_unmasked")
                 }
             expect_close(got, want, what, mistakes)
+            args = (q, k, v, causal, block_size)
+            expect_function_gradients(func, args, tiled_attention, what, seed=390 + i)
             if largest >= _full_size(q, k, v, block_size):
                 raise CheckFailed(
                     f"{what}: right values, but an operator built a tensor with "

@@ -658,6 +658,43 @@ class EncoderMaskRequired(blocks.EncoderLayer):
         return super().forward(x, mask=~visible)
 
 
+class CausalMaskNotSliced(attention.CausalAttention):
+    """Uses the whole context_length x context_length mask."""
+
+    def forward(self, x):
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        weights = torch.softmax(scores.masked_fill(self.mask, -torch.inf), dim=-1)
+        return self.dropout(weights) @ values
+
+
+class MHAViewWithContext(attention.MultiHeadAttention):
+    """Views with context_length where num_tokens belongs."""
+
+    def forward(self, x):
+        b = x.shape[0]
+        shape = (b, self.context_length, self.num_heads, self.head_dim)
+        queries, keys, values = (
+            m(x).view(shape).transpose(1, 2) for m in (self.W_query, self.W_key, self.W_value)
+        )
+        context = attention.scaled_dot_product_attention(
+            queries, keys, values, self.mask, self.dropout
+        )[0]
+        return self.out_proj(merge_heads(context))
+
+
+class CausalProjectsTwice(attention.CausalAttention):
+    """Feeds the queries (width d_out) to W_key, which expects d_in."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        queries = self.W_query(x)
+        keys, values = self.W_key(queries), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        weights = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        return self.dropout(weights) @ values
+
+
 # ---- autograd: answers computed outside it ------------------------------------------------
 
 
@@ -1090,8 +1127,11 @@ WRONG: list[Wrong] = [
     Wrong("sdpa pair swapped", "scaled_dot_product_attention", sdpa_swapped, ("swapped",)),
     Wrong("numpy pair swapped", "numpy_self_attention", numpy_self_attention_swapped, ("swapped",)),
     Wrong("split heads view only", "split_heads", split_heads_no_transpose, ("transpose(1, 2)",)),
-    Wrong("fails on a later size", "causal_attention", CausalViewWithDin, ("worked for",)),
+    Wrong("fails on a later size", "causal_attention", CausalViewWithDin, ("view or reshape",)),
     Wrong("encoder needs a mask", "encoder_layer", EncoderMaskRequired, ("mask or none",)),
+    Wrong("mask not sliced", "causal_attention", CausalMaskNotSliced, ("self.mask[:num_tokens",)),
+    Wrong("view with context_length", "multi_head_attention", MHAViewWithContext, ("x.shape",)),
+    Wrong("W_key on the queries", "causal_attention", CausalProjectsTwice, ("in_features",)),
     # autograd exercised
     Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
     Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),

@@ -199,6 +199,25 @@ ERROR_HINTS = {
 }
 
 
+# Words of an error raised in a module's forward (all of them, the learner's line included)
+# -> the hint that explains it.
+FORWARD_ERROR_HINTS = {
+    ("must match the size of tensor", "mask"): "mask_not_sliced",
+    ("view size is not compatible",): "view_not_contiguous",
+    ("shape '[", "is invalid for input of size"): "view_sizes",
+    ("shapes cannot be multiplied",): "linear_width",
+}
+
+
+def _explain_forward_error(label: str, exc: BaseException) -> None:
+    """Fail with a hint when the learner's forward raised an error ``FORWARD_ERROR_HINTS``
+    knows; otherwise return (the error stands as it is)."""
+    error = learner_error(exc)
+    for words, name in FORWARD_ERROR_HINTS.items():
+        if error and all(word in error for word in words):
+            raise CheckFailed(f"{label}: {error}. {HINTS[name]}") from None
+
+
 def call_explained(func: Callable, *args: object) -> object:
     """``call_pure``; an error of the learner's code that ``ERROR_HINTS`` knows fails the
     check with that hint (the code is called as the learner calls it, e.g. without
@@ -540,11 +559,16 @@ def expect_module(
         try:
             got = _output(next(replies))
         except Exception as exc:
-            if i == 0 or isinstance(exc, CheckFailed) or _not_implemented(exc):
+            if isinstance(exc, CheckFailed) or _not_implemented(exc):
+                raise
+            kept = _kept_state(changed, ref, args) if i > 0 else []
+            if not kept:
+                _explain_forward_error(label, exc)
+            if i == 0:
                 raise
             raise CheckFailed(
                 f"{label}: the first input worked, this second, longer one failed "
-                f"({learner_error(exc)}). {_kept_state_hint(_kept_state(changed, ref, args))}"
+                f"({learner_error(exc)}). {_kept_state_hint(kept)}"
             ) from None
         try:
             again = _output(next(replies))

@@ -132,6 +132,15 @@ HINTS: dict[str, str] = {
     "no_autograd": "Training needs the gradients: compute with torch operations on the "
     "tensors themselves, not under torch.no_grad(), not through NumPy (.numpy()) and not on "
     ".detach()ed or .data copies.",
+    # errors raised in a module's forward (expect.FORWARD_ERROR_HINTS)
+    "mask_not_sliced": "The mask holds context_length x context_length entries: slice it to "
+    "the input's length, self.mask[:num_tokens, :num_tokens].",
+    "view_sizes": "A view or reshape asks for sizes that do not fit the tensor: take each "
+    "size from the tensor itself (b, num_tokens = x.shape[:2]) or from the right constructor "
+    "argument (head_dim = d_out // num_heads), not from another argument or a fixed number.",
+    "linear_width": "A matrix product got the wrong widths: nn.Linear(in_features, "
+    "out_features) takes inputs whose last dim is in_features (d_in for W_query, W_key, "
+    "W_value; d_out for out_proj).",
     # a module that keeps state between calls (expect.expect_module)
     "longer_input": "Does forward handle every length up to context_length? Slice the mask "
     "built in __init__ from context_length: self.mask[:num_tokens, :num_tokens].",

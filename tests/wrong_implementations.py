@@ -1132,6 +1132,18 @@ WRONG: list[Wrong] = [
     Wrong("mask not sliced", "causal_attention", CausalMaskNotSliced, ("self.mask[:num_tokens",)),
     Wrong("view with context_length", "multi_head_attention", MHAViewWithContext, ("x.shape",)),
     Wrong("W_key on the queries", "causal_attention", CausalProjectsTwice, ("in_features",)),
+    Wrong(
+        "mask diagonal=2",
+        "causal_mask",
+        lambda n: torch.ones(n, n, dtype=torch.bool).triu(diagonal=2),
+        ("j = i + 1",),
+    ),
+    Wrong(
+        "padding mask (b, 1, T)",
+        "padding_mask",
+        lambda lengths, n: attention.padding_mask(lengths, n)[:, 0],
+        ("(b, 1, 1, num_tokens)",),
+    ),
     # autograd exercised
     Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
     Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),

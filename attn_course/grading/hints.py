@@ -36,6 +36,8 @@ HINTS: dict[str, str] = {
     # the causal mask
     "causal_inverted": "mask inverted: True must mean HIDDEN, i.e. the future (above the "
     "diagonal).",
+    "causal_next_visible": "off by one: the key right after the query (j = i + 1) is the "
+    "future too; torch.triu(..., diagonal=1) hides it, diagonal=2 does not.",
     "causal_past": "the mask hides the past (below the diagonal) instead of the future: "
     "use torch.triu, not torch.tril.",
     # multi-head attention; splitting and merging heads (notebooks 03 and 04)

@@ -47,6 +47,7 @@ def check_causal_mask(func: Callable[..., object]) -> str:
                 "causal_inverted": ~want,
                 "mask_diagonal": want | eye,
                 "causal_past": want.T,
+                "causal_next_visible": want & ~torch.ones_like(want).triu(1).tril(1),
             },
         )
         if first.get("storage") and first.get("storage") == second.get("storage"):

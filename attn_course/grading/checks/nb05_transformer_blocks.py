@@ -38,7 +38,12 @@ def check_padding_mask(func: Callable[..., object]) -> str:
         want = padding_mask(lengths, num_tokens)
         got = call_pure(func, list(lengths), num_tokens)
         what = f"padding_mask({lengths}, {num_tokens})"
-        if isinstance(got, torch.Tensor) and got.shape == (len(lengths), num_tokens):
+        if (
+            isinstance(got, torch.Tensor)
+            and got.shape != want.shape
+            and got.numel() == want.numel()
+            and got.shape[:1] == want.shape[:1]
+        ):
             raise CheckFailed(
                 f"{what} has shape {tuple(got.shape)}: return (b, 1, 1, num_tokens) so it "
                 "broadcasts over heads and query positions, e.g. mask[:, None, None, :]."

@@ -695,6 +695,26 @@ class CausalProjectsTwice(attention.CausalAttention):
         return self.dropout(weights) @ values
 
 
+class CausalChecksItsInput(attention.CausalAttention):
+    """Right: reads a value in forward (a finiteness check), which the meta device cannot."""
+
+    def forward(self, x):
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x holds inf or NaN")
+        return super().forward(x)
+
+
+class CausalMaskMovedToInput(attention.CausalAttention):
+    """Right: builds the mask on the CPU, then moves it to the input's device."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        mask = torch.triu(torch.ones(n, n), diagonal=1).bool().to(x.device)
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        return self.dropout(torch.softmax(scores.masked_fill(mask, -torch.inf), -1)) @ values
+
+
 # ---- autograd: answers computed outside it ------------------------------------------------
 
 
@@ -1234,4 +1254,6 @@ CORRECT: list[tuple[str, str, object]] = [
     ("block dropout by hand", "transformer_block", BlockHandDropout),
     ("causal mask on x.device", "causal_attention", CausalDevicePlaced),
     ("numpy softmax clipped", "numpy_softmax", numpy_softmax_clipped),
+    ("causal forward reads a value", "causal_attention", CausalChecksItsInput),
+    ("causal mask .to(x.device)", "causal_attention", CausalMaskMovedToInput),
 ]

@@ -738,15 +738,24 @@ def expect_dropout(
     )
 
 
+# Errors of reading values on the meta device, which has shapes but no data.
+META_HAS_NO_DATA = ("on meta tensors", "out of meta tensor", "meta device type tensor")
+
+
 def expect_on_meta(mine: nn.Module, args: tuple, label: str, shape: tuple) -> None:
-    """The module still works once moved to another device (``meta``: shapes, no data)."""
+    """The module still works once moved to another device (``meta``: shapes, no data). A
+    forward that reads tensor values (``.item()``, ``.tolist()``) cannot run there and is
+    not judged by this test."""
     where = f"{label}, with the module moved to another device (module.to('meta'))"
     try:
         reply = invoke(mine, args, device="meta", train=False, no_grad=True)
     except Exception as exc:
-        if _not_implemented(exc) or isinstance(exc, CheckFailed):
+        error = learner_error(exc)
+        if error is None:
             raise
-        raise CheckFailed(f"{where}: {learner_error(exc)}. {HINTS['device']}") from None
+        if any(words in error for words in META_HAS_NO_DATA):
+            return  # forward reads tensor values (.item(), .tolist()): not testable on meta
+        raise CheckFailed(f"{where}: {error}. {HINTS['device']}") from None
     out = _output(reply)
     if reply["mixed_devices"]:
         raise CheckFailed(

@@ -715,6 +715,30 @@ class CausalMaskMovedToInput(attention.CausalAttention):
         return self.dropout(torch.softmax(scores.masked_fill(mask, -torch.inf), -1)) @ values
 
 
+class LayerNormAnnotated(blocks.LayerNorm):
+    """The Annotated Transformer's form: x.std() (unbiased) and eps outside the root."""
+
+    def forward(self, x):
+        mean, std = x.mean(-1, keepdim=True), x.std(-1, keepdim=True)
+        return self.scale * (x - mean) / (std + self.eps) + self.shift
+
+
+def online_raw_exp(m, s, block):
+    """No shift by the max at all."""
+    with np.errstate(over="ignore"):
+        return max(m, float(np.max(block))), s + float(np.sum(np.exp(block)))
+
+
+def tile_new_max_only(queries, keys, values, m, s, acc, mask=None):
+    """Takes the block's max as the new max, forgetting the running one."""
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = scores.amax(dim=-1, keepdim=True)
+    p, rescale = torch.exp(scores - m_new), torch.exp(m - m_new)
+    return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
+
+
 # ---- autograd: answers computed outside it ------------------------------------------------
 
 
@@ -1164,6 +1188,9 @@ WRONG: list[Wrong] = [
         lambda lengths, n: attention.padding_mask(lengths, n)[:, 0],
         ("(b, 1, 1, num_tokens)",),
     ),
+    Wrong("layer norm std + eps", "layer_norm", LayerNormAnnotated, ("x.std()",)),
+    Wrong("online raw exp", "online_softmax_update", online_raw_exp, ("raw scores",)),
+    Wrong("tile forgets the running max", "attention_tile", tile_new_max_only, ("running max",)),
     # autograd exercised
     Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
     Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),

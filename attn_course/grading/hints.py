@@ -75,6 +75,9 @@ HINTS: dict[str, str] = {
     # layer norm
     "unbiased": "use the biased variance: x.var(dim=-1, keepdim=True, unbiased=False), like "
     "nn.LayerNorm.",
+    "std_eps_outside": "this is x.std() + eps (the unbiased standard deviation, eps outside "
+    "the root): use the biased variance and put eps inside, "
+    "(x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=False) + eps).",
     "eps_outside": "eps goes inside the square root: sqrt(var + eps), not sqrt(var) + eps "
     "(the two differ for rows whose values barely differ).",
     "no_eps": "eps is missing: a row whose values are all equal has variance 0, and 0 / 0 is "
@@ -210,6 +213,8 @@ HINTS: dict[str, str] = {
     "online_no_rescale": "forgot to rescale the running sum: when the max grows from m to "
     "m_new, every term already in s was computed against the old max; multiply s by "
     "exp(m - m_new) before adding the new terms.",
+    "online_no_shift": "the new terms are exp of the raw scores: subtract the new running "
+    "max, exp(block - m_new) (exp overflows otherwise), and rescale s by exp(m - m_new).",
     "online_rescale_inverted": "the rescale factor is upside down: it is exp(m - m_new) (at "
     "most 1), not exp(m_new - m).",
     "online_overflow": "exp overflowed: compute exp(block - m_new) and exp(m - m_new), "
@@ -222,6 +227,8 @@ HINTS: dict[str, str] = {
     "tile_overflow": "contains inf or NaN: exp overflowed (in float32 exp(x) is inf above "
     "x = 88). Compute exp(scores - m_new) and exp(m - m_new), differences with the running "
     "max (at most 0), never exp of a score alone.",
+    "tile_max_not_running": "m_new is the block's max alone: the running max is "
+    "torch.maximum(m, scores.amax(dim=-1, keepdim=True)), over every key block so far.",
     "tile_mask_ignored": "the mask is not applied: fill the hidden scores with -inf before exp.",
     "tiled_diagonal_skipped": "a causal block skipped wrongly: the key block on the "
     "diagonal (same positions as the query block) holds each query's own key "

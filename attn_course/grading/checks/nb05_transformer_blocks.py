@@ -115,6 +115,7 @@ def _layer_norm_mistakes(ref: LayerNorm, x: torch.Tensor) -> dict[str, torch.Ten
     mistakes = {
         "unbiased": _normalise(x, unbiased=True, value=eps) * scale + shift,
         "eps_outside": _normalise(x, eps="outside", value=eps) * scale + shift,
+        "std_eps_outside": _normalise(x, unbiased=True, eps="outside", value=eps) * scale + shift,
         "no_eps": _normalise(x, eps="none") * scale + shift,
         "norm_dim": _normalise(x, dim=0, value=eps) * scale + shift,
         "no_affine": _normalise(x, value=eps),

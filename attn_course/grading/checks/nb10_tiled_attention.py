@@ -26,13 +26,21 @@ def _softmax_step_with(mistake: str, m: float, s: float, block: np.ndarray) -> t
     m_new = max(m, float(np.max(block)))
     if mistake == "online_no_rescale":
         return m_new, s + float(np.sum(np.exp(block - m_new)))
+    if mistake == "online_no_shift":  # exp of the raw scores (overflows past 709)
+        with np.errstate(over="ignore"):
+            return m_new, s + float(np.sum(np.exp(block)))
     if mistake == "online_rescale_inverted":
         with np.errstate(invalid="ignore", over="ignore"):  # 0 * exp(inf) at the first block
             return m_new, s * np.exp(m_new - m) + float(np.sum(np.exp(block - m_new)))
     return m_new, s * np.exp(m - m_new) + float(np.sum(np.exp(block - m)))  # "online_old_max"
 
 
-SOFTMAX_MISTAKES = ("online_no_rescale", "online_rescale_inverted", "online_old_max")
+SOFTMAX_MISTAKES = (
+    "online_no_rescale",
+    "online_no_shift",
+    "online_rescale_inverted",
+    "online_old_max",
+)
 
 
 @register("online_softmax_update", NOTEBOOK, time_limit=5.0)
@@ -88,7 +96,9 @@ def _tile_with(mistake: str, q, k, v, m, s, acc, mask=None) -> tuple:
     scores = q @ k.transpose(-2, -1)  # (..., block_q, block_k)
     if mask is not None and mistake != "tile_mask_ignored":
         scores = scores.masked_fill(mask, -torch.inf)
-    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    m_new = scores.amax(dim=-1, keepdim=True)  # the block's max: "tile_max_not_running"
+    if mistake != "tile_max_not_running":
+        m_new = torch.maximum(m, m_new)
     p = torch.exp(scores - m_new)
     rescale = torch.exp(m - m_new)
     s_new = (s if mistake == "tile_sum_not_rescaled" else s * rescale) + p.sum(dim=-1, keepdim=True)
@@ -96,7 +106,12 @@ def _tile_with(mistake: str, q, k, v, m, s, acc, mask=None) -> tuple:
     return m_new, s_new, acc_new
 
 
-TILE_MISTAKES = ("tile_sum_not_rescaled", "tile_acc_not_rescaled", "tile_mask_ignored")
+TILE_MISTAKES = (
+    "tile_sum_not_rescaled",
+    "tile_acc_not_rescaled",
+    "tile_mask_ignored",
+    "tile_max_not_running",
+)
 
 
 @register("attention_tile", NOTEBOOK, time_limit=5.0)
@@ -151,8 +166,8 @@ def check_attention_tile(func: Callable[..., object]) -> str:
                     {mistake: variant[index] for mistake, variant in variants.items()},
                     {"nan": HINTS["tile_overflow"]},
                 )
-            args = (q, keys, values, *before, mask)
-            expect_function_gradients(func, args, attention_tile, what, seed=340 + i)
+            args = (q, keys, values, *before, mask)  # gradients of q, k, v: m is no input to train
+            expect_function_gradients(func, args, attention_tile, what, seed=340 + i, count=3)
     return "one tile updates the running max, sum and weighted sum of values correctly."
 
 

@@ -6,8 +6,8 @@ notebooks 08 to 10 (``tests/test_checks_nb08.py``, ``tests/test_checks_generatio
 Each wrong answer declares the words its hint must contain. A verdict is
 
 - named: failed, and the hint holds every declared word;
-- generic: failed or an error, with a hint that names no mistake (a largest difference, a
-  wrong shape, a Python error, "recompute it");
+- generic: a Python error, or failed with a hint that names no mistake (a largest
+  difference, a wrong shape, "recompute it");
 - misleading: failed with a hint that names a mistake, but not this one;
 - passed: the check let the wrong answer through.
 
@@ -71,9 +71,11 @@ def classify(case: Case) -> tuple[str, str]:
     message = result.message
     if result.status == Status.PASSED:
         return "passed", message
+    if result.status != Status.FAILED:  # a Python error (its line may hold any word)
+        return "generic", message
     if all(word.lower() in message.lower() for word in case.words):
         return "named", message
-    if result.status != Status.FAILED or any(phrase in message for phrase in GENERIC):
+    if any(phrase in message for phrase in GENERIC):
         return "generic", message
     return "misleading", message
 

@@ -739,6 +739,15 @@ def tile_new_max_only(queries, keys, values, m, s, acc, mask=None):
     return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
 
 
+class CrossNoBias(foundations.MultiHeadCrossAttention):
+    """Projections without bias: the lecture's cross-attention has them (nn.Linear's default)."""
+
+    def __init__(self, d_model, num_heads, dropout=0.1):
+        super().__init__(d_model, num_heads, dropout)
+        for name in ("W_query", "W_key", "W_value"):
+            setattr(self, name, nn.Linear(d_model, d_model, bias=False))
+
+
 # ---- autograd: answers computed outside it ------------------------------------------------
 
 
@@ -1191,6 +1200,7 @@ WRONG: list[Wrong] = [
     Wrong("layer norm std + eps", "layer_norm", LayerNormAnnotated, ("x.std()",)),
     Wrong("online raw exp", "online_softmax_update", online_raw_exp, ("raw scores",)),
     Wrong("tile forgets the running max", "attention_tile", tile_new_max_only, ("running max",)),
+    Wrong("cross-attention without biases", "cross_attention", CrossNoBias, ("bias=True",)),
     # autograd exercised
     Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
     Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),

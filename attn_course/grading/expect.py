@@ -12,6 +12,7 @@ so the inputs cannot be known in advance.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import threading
 from collections.abc import Callable, Iterator
@@ -333,7 +334,7 @@ def _perturb(module: nn.Module, seed: int) -> None:
             p.add_(0.5 * randn(*p.shape, seed=seed * 1000 + i))
 
 
-def _parameter_hint(name: str, config: str, mine: dict, ref_info: dict, args: tuple) -> str:
+def _parameter_hint(name: str, config: str, mine: dict, ref_info: dict, qkv_bias: bool) -> str:
     """Name the mistake behind parameter names that differ from the lecture's."""
     ref_params, my_params = ref_info["parameters"], mine["parameters"]
     missing = sorted(ref_params.keys() - my_params.keys())
@@ -374,11 +375,11 @@ def _parameter_hint(name: str, config: str, mine: dict, ref_info: dict, args: tu
         )
     biases = [m for m in missing + extra if m.endswith(".bias")]
     if biases and len(biases) == len(missing) + len(extra):
-        qkv = "qkv_bias" if any("W_" in b for b in biases) else ""
+        qkv = qkv_bias and any("W_" in b for b in biases)  # the constructor takes qkv_bias
         owners = sorted({b.rsplit(".", 1)[0] for b in biases})
         if set(biases) <= set(missing):
             advice = (
-                f"pass bias=qkv_bias to these nn.Linear (qkv_bias={args[-1]!r} here)"
+                "pass bias=qkv_bias to the query, key and value nn.Linear"
                 if qkv
                 else "nn.Linear has a bias by default (bias=True): do not switch it off"
             )
@@ -436,7 +437,10 @@ def build_pair(
     mine, ref_info = built["instance"], agent.module_info(ref)
     ref_shapes, my_shapes = ref_info["parameters"], built["parameters"]
     if ref_shapes.keys() != my_shapes.keys():
-        raise CheckFailed(_parameter_hint(name, config, built, ref_info, args))
+        qkv_bias = "qkv_bias" in inspect.signature(ref_cls).parameters or any(
+            hasattr(a, "qkv_bias") for a in args
+        )
+        raise CheckFailed(_parameter_hint(name, config, built, ref_info, qkv_bias))
     for pname, shape in ref_shapes.items():
         if tuple(my_shapes[pname]) != tuple(shape):
             raise CheckFailed(

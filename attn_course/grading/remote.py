@@ -150,6 +150,7 @@ MAX_REPLY_BYTES = 64 << 20  # of one reply, decoded (the base64 text is 4/3 of i
 MAX_REPLY_ENTRIES = 10_000  # records in the reply's zip (one per tensor, about)
 MAX_REPLY_NODES = 200_000  # values in the reply's tree, counting shared ones each time
 MAX_REPLY_DEPTH = 40
+MAX_META_ELEMENTS = 1 << 32  # a meta tensor's shape, which stands for no memory
 MAX_STRING = 1 << 20
 _INFO = {"kind": str, "name": str, "module_class": bool, "reference": bool}
 _EXCEPTION = {"ename": str, "message": str, "not_implemented": bool}
@@ -283,15 +284,21 @@ def _check_tagged(value: dict, depth: int, count: list[int]) -> None:
 
 
 def _check_tensor(tensor: torch.Tensor) -> None:
+    """Plain CPU data, or a ``meta`` tensor (a shape without data: what a module moved to
+    the meta device returns) of a bounded size."""
     if (
         type(tensor) is not torch.Tensor
         or tensor.layout != torch.strided
-        or tensor.device.type != "cpu"
+        or tensor.device.type not in ("cpu", "meta")
         or tensor.dtype not in _DTYPES
-        # an expanded view of a few bytes could stand for terabytes of elements
-        or tensor.numel() * tensor.element_size() > tensor.untyped_storage().nbytes()
         or tensor.requires_grad
     ):
+        raise _malformed("a tensor that is not plain data")
+    if tensor.device.type == "meta":
+        if tensor.numel() > MAX_META_ELEMENTS:
+            raise _malformed("a meta tensor larger than the limit")
+    # an expanded view of a few bytes could stand for terabytes of elements
+    elif tensor.numel() * tensor.element_size() > tensor.untyped_storage().nbytes():
         raise _malformed("a tensor that is not plain data")
 
 

@@ -46,6 +46,9 @@ def check_attn_weights_numel(answer: object) -> str:
             want // BATCH: "Count both sequences of the batch.",
             want // num_tokens * head_dim: "The weights are num_tokens x num_tokens per head; "
             "head_dim is the width of the queries and keys.",
+            BATCH * NUM_HEADS * num_tokens * (num_tokens + 1) // 2: "That counts only the "
+            "visible entries (on and below the diagonal). The masked ones are stored too, as "
+            "zeros after the softmax: count every entry, numel().",
         },
     )
 

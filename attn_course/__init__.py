@@ -5,7 +5,10 @@ Modules: ``attention`` (the lecture classes), ``numpy_attention`` (lecture 00 in
 ``explore`` and ``widgets`` (the explorers' settings and pictures, and their sliders),
 ``grading`` (exercise checks); for lecture 08 ``positions``, ``model`` (the tiny
 transformer), ``tasks``, ``training`` (also the ``train`` command and the shipped weights),
-``head_scores``, ``model_views`` and ``model_explorer``. Importing draws and prints nothing,
+``head_scores``, ``model_views`` and ``model_explorer``; for the language model of lectures
+09-11 ``corpus`` (the shipped Shakespeare text), ``tokenizer`` (character tokens), ``generation``
+(``GPTConfig``, ``GPTModel``, the KV cache) and ``lm`` (its training, the shipped weights,
+``evaluate``, GQA by mean-pooling). Importing draws and prints nothing,
 and imports torch only when one of the names below is first used (so that
 ``python -m attn_course grade`` can start its kernels while torch loads).
 
@@ -37,7 +40,7 @@ comments out as the seeds do, ``(b, num_tokens, d_out)``; other code may use the
 ``(b, h, T, hd)``, declared at the top of each module that does. Lecture 05's seed calls
 the encoder layer's attention ``self_attention`` and its heads ``n_heads``; here they are
 ``att`` and ``num_heads``, as in every other block. Published models' key/value head counts
-are ``num_kv_heads`` (``gqa.ModelConfig``): the same number as ``num_kv_groups``.
+are ``num_kv_heads`` (``gqa.PublishedConfig``): the same number as ``num_kv_groups``.
 Input validation is ``validation.validate_*``; "check" means grading only.
 """
 

@@ -1,0 +1,159 @@
+"""Name a language model's heads by numbers on real text (lecture 11).
+
+``head_scores`` (lecture 08) scores patterns that need no text: the previous token, the first
+token. On characters of a play, some heads follow the text's own structure: the space before
+the current word, the start of the line, the speaker's name. Each score here is the same kind
+of number: the mean total attention weight a query gives to its *target* keys, over the
+queries that have targets. A score lies in [0, 1]; 1 means every such query puts all its
+weight on its targets. A head that spreads its weight evenly over t + 1 visible keys scores
+about (number of targets) / (t + 1).
+
+The targets exclude the query itself and the character just before it, so that a
+previous-character head or a head that looks at itself does not also score as a word-start
+or line-start head. Every function takes attention weights (b, num_heads, num_tokens,
+num_tokens) for one ``text`` of num_tokens characters (every batch row reads that text) and
+returns one score per head, shape (num_heads,).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .head_scores import first_token_score, previous_token_score
+
+__all__ = [
+    "target_score",
+    "word_start_targets",
+    "line_start_targets",
+    "speaker_targets",
+    "TEXT_SCORES",
+    "text_head_scores",
+    "best_heads",
+]
+
+WORD_BREAKS = " \n"
+
+
+def target_score(attn_weights: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean total weight a query gives to its targets, over the queries that have any.
+
+    Args:
+        attn_weights: (b, num_heads, num_tokens, num_tokens), rows = queries.
+        targets: bool (num_tokens, num_tokens), ``targets[t, j]``: key j is a target of query t.
+
+    Returns:
+        (num_heads,) scores; ValueError when no query has a target.
+    """
+    num_tokens = attn_weights.shape[-1]
+    if attn_weights.ndim != 4 or targets.shape != (num_tokens, num_tokens):
+        raise ValueError(
+            "expected attention weights (b, num_heads, num_tokens, num_tokens) and targets "
+            f"(num_tokens, num_tokens), got {tuple(attn_weights.shape)} and "
+            f"{tuple(targets.shape)}."
+        )
+    rows = targets.any(dim=-1)  # (num_tokens,): the queries that have a target
+    if not rows.any():
+        raise ValueError("no character of the text has a target for this score.")
+    weight = (attn_weights * targets).sum(dim=-1)  # (b, num_heads, num_tokens)
+    return weight[:, :, rows].mean(dim=(0, 2))
+
+
+def _last_before(text: str, is_target: str) -> torch.Tensor:
+    """bool (n, n): key j is the last character in ``is_target`` before query t, j <= t - 2."""
+    n = len(text)
+    targets = torch.zeros(n, n, dtype=torch.bool)
+    last = -1
+    for t in range(n):
+        if last >= 0 and last <= t - 2:
+            targets[t, last] = True
+        if text[t] in is_target:
+            last = t
+    return targets
+
+
+def word_start_targets(text: str) -> torch.Tensor:
+    """bool (n, n): the target of query t is the last space or line break before it.
+
+    That character holds "a new word starts here"; only queries at least two characters past
+    it count (the second letter of a word and later).
+    """
+    return _last_before(text, WORD_BREAKS)
+
+
+def line_start_targets(text: str) -> torch.Tensor:
+    """bool (n, n): the target of query t is the line break that starts its line.
+
+    Only queries at least two characters into their line count, and only where the line break
+    is not also the word-start target (the first word of a line), so that this score tells a
+    line-start head from a word-start head.
+    """
+    return _last_before(text, "\n") & ~word_start_targets(text)
+
+
+def speaker_targets(text: str) -> torch.Tensor:
+    """bool (n, n): the targets of query t are the letters of the current speaker's name.
+
+    A speaker line is a line of capitals ending in ':' (``ROMEO:``); the queries are the
+    characters after its line break, up to the next speaker line. Its letters are the targets.
+    """
+    n = len(text)
+    targets = torch.zeros(n, n, dtype=torch.bool)
+    name: list[int] = []
+    start = 0
+    for line in text.split("\n"):
+        end = start + len(line)  # the position of this line's "\n" (n for the last line)
+        if len(line) > 1 and line.endswith(":") and line[:-1].replace(" ", "").isupper():
+            name = [start + i for i, ch in enumerate(line[:-1]) if ch.isalpha()]
+            start = end  # of the name line itself only its line break reads the name
+        if name:
+            targets[start : end + 1, name] = True
+        start = end + 1
+    return targets
+
+
+TEXT_SCORES = ("previous character", "word start", "line start", "speaker name", "first token")
+
+
+def text_head_scores(attn_weights: torch.Tensor, text: str) -> dict[str, torch.Tensor]:
+    """Every score of ``TEXT_SCORES`` for every layer and head on ``text``.
+
+    Args:
+        attn_weights: (num_layers, b, num_heads, num_tokens, num_tokens) for ``text``
+            (num_tokens characters).
+        text: the characters the model read.
+
+    Returns:
+        ``{score name: (num_layers, num_heads)}``; a score whose targets the text lacks (no
+        speaker line, say) is NaN.
+    """
+    if attn_weights.ndim != 5 or attn_weights.shape[-1] != len(text):
+        raise ValueError(
+            f"expected weights (num_layers, b, num_heads, {len(text)}, {len(text)}) for a "
+            f"text of {len(text)} characters, got {tuple(attn_weights.shape)}."
+        )
+    targets = {
+        "word start": word_start_targets(text),
+        "line start": line_start_targets(text),
+        "speaker name": speaker_targets(text),
+    }
+
+    def score(name: str, w: torch.Tensor) -> torch.Tensor:
+        if name == "previous character":
+            return previous_token_score(w)
+        if name == "first token":
+            return first_token_score(w)
+        if not targets[name].any():
+            return torch.full(w.shape[1:2], torch.nan)
+        return target_score(w, targets[name])
+
+    return {name: torch.stack([score(name, w) for w in attn_weights]) for name in TEXT_SCORES}
+
+
+def best_heads(scores: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, float]]:
+    """For each score, the (layer, head, score) of the head that scores highest."""
+    best = {}
+    for name, values in scores.items():
+        flat = int(torch.nan_to_num(values, nan=-1.0).argmax())
+        layer, head = divmod(flat, values.shape[1])
+        best[name] = (layer, head, float(values[layer, head]))
+    return best

@@ -112,7 +112,8 @@ def _bpe_step(tokens: list[str], mistake: str = "") -> tuple[tuple[str, str], li
     else:
         pair = min(counts, key=lambda pair: (-counts[pair], pair))
     if mistake == "bpe_right_to_left":
-        merged, i = [], len(tokens) - 1
+        merged: list[str] = []
+        i = len(tokens) - 1
         while i >= 0:
             if i > 0 and (tokens[i - 1], tokens[i]) == pair:
                 merged, i = [tokens[i - 1] + tokens[i], *merged], i - 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Protocol
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.colors import Normalize
@@ -33,6 +34,7 @@ __all__ = [
     "show_char",
     "attention_weights",
     "unknown_settings",
+    "draw_text_heads",
 ]
 
 MAX_CHARS = 64  # the picture's most characters (a longer line is cut from the left)
@@ -43,6 +45,38 @@ SHOWN = {" ": "␣", "\n": "↵"}  # characters that would be invisible as label
 def show_char(ch: str) -> str:
     """A character as a readable label: a space is ␣, a line break ↵."""
     return SHOWN.get(ch, ch)
+
+
+def draw_text_heads(weights: torch.Tensor, chars: str, titles: list[str], ncols: int = 3) -> Figure:
+    """Heads side by side on one text: keys on x, queries on y, characters as labels.
+
+    Args:
+        weights: (num_panels, num_chars, num_chars), one head's weights per panel.
+        chars: the num_chars characters read.
+        titles: one title per panel, e.g. "L1 H2: previous character 0.87".
+        ncols: panels per row.
+
+    Returns:
+        The Figure, on a fixed 0-1 colour scale.
+    """
+    num_panels, n, _ = weights.shape
+    nrows = -(-num_panels // ncols)
+    side = max(3.0, 0.075 * n)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * side + 1.0, nrows * (side + 0.5)),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    labels = [show_char(ch) for ch in chars]
+    fontsize = 8 if n <= 40 else 5.5
+    for i, ax in enumerate(axes.flat):
+        if i >= num_panels:
+            ax.set_axis_off()
+            continue
+        image = ax.imshow(weights[i].numpy(), cmap=CMAP, norm=Normalize(0, 1))
+        ax.set_title(titles[i], fontsize=9)
+        ax.set_xticks(range(n), labels=labels, fontsize=fontsize)
+        ax.set_yticks(range(n), labels=labels, fontsize=fontsize)
+        ax.tick_params(length=0, pad=1)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    return fig
 
 
 class CharTokenizerLike(Protocol):

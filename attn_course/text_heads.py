@@ -26,6 +26,7 @@ __all__ = [
     "word_start_targets",
     "line_start_targets",
     "speaker_targets",
+    "repeat_targets",
     "TEXT_SCORES",
     "text_head_scores",
     "best_heads",
@@ -108,6 +109,21 @@ def speaker_targets(text: str) -> torch.Tensor:
         if name:
             targets[start : end + 1, name] = True
         start = end + 1
+    return targets
+
+
+def repeat_targets(num_tokens: int, period: int) -> torch.Tensor:
+    """bool (n, n) for a text whose second half repeats its first (``period`` characters on):
+    the target of query t >= period is key t - period + 1, the character that FOLLOWED the
+    earlier occurrence of the current character. An induction head (Olsson et al. 2022) looks
+    there to predict the next character by copying.
+    """
+    if period < 3:
+        raise ValueError(f"period={period} must be at least 3 (else the target is the query "
+                         "itself or the previous character).")  # fmt: skip
+    targets = torch.zeros(num_tokens, num_tokens, dtype=torch.bool)
+    rows = torch.arange(period, num_tokens)
+    targets[rows, rows - period + 1] = True
     return targets
 
 

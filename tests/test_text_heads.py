@@ -99,3 +99,17 @@ def test_bad_shapes_get_a_sentence():
         th.text_head_scores(torch.zeros(1, 1, 1, 4, 4), "abc")
     with pytest.raises(ValueError, match="no character of the text has a target"):
         th.target_score(torch.zeros(1, 1, 3, 3), torch.zeros(3, 3, dtype=torch.bool))
+
+
+def test_an_induction_head_on_a_repeated_text_scores_one():
+    half = "to be or not"
+    text = half + half
+    period = len(half)
+    columns = [t - period + 1 if t >= period else 0 for t in range(len(text))]
+    targets = th.repeat_targets(len(text), period)
+    assert th.target_score(pattern(columns), targets).item() == 1.0
+    prev = pattern([0] + list(range(len(text) - 1)))
+    assert th.target_score(prev, targets).item() == 0.0
+    assert targets.sum().item() == period  # one target per query of the second copy
+    with pytest.raises(ValueError, match="at least 3"):
+        th.repeat_targets(6, 2)

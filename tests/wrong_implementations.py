@@ -448,11 +448,24 @@ def token_loss(logits, targets, mistake=None):
     return -torch.log2(picked) if mistake == "bits" else -torch.log(picked)
 
 
+def previous_char_head(model, ids, mistake=None):
+    """A learner's search for the previous-character head of a GPTModel."""
+    model(ids)
+    scores = torch.stack([
+        block.att.attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+        for block in model.trf_blocks
+    ])  # (num_layers, num_heads)  # fmt: skip
+    flat = int(scores.argmin() if mistake == "lowest" else scores.argmax())
+    layer, head = divmod(flat, scores.shape[1])
+    return (layer + 1, head + 1) if mistake == "one-based" else (layer, head)
+
+
 NB11_REFERENCE = {  # the right answers of notebook 11, for tests/test_checks.py
     "sampling_probabilities": sampling.sampling_probabilities,
     "bpe_merge_step": bpe_step,
     "per_token_loss": token_loss,
     "perplexity": lambda losses: losses.mean().exp().item(),
+    "find_previous_char_head": previous_char_head,
 }
 
 WRONG: list[Wrong] = [
@@ -702,7 +715,34 @@ WRONG: list[Wrong] = [
         ("CausalAttention_mask_lost",),
     ),
     Wrong("answer in a list", "causal_attention_parameters", [24], ("one whole number",)),
-]
+    # notebook 11
+    Wrong("sampling softmax axis", "sampling_probabilities",
+          partial(sample_probs, mistake="softmax axis"), ("wrong axis",)),
+    Wrong("temperature after softmax", "sampling_probabilities",
+          partial(sample_probs, mistake="temperature after softmax"), ("after the softmax",)),
+    Wrong("top-p one too few", "sampling_probabilities",
+          partial(sample_probs, mistake="top-p too few"), ("one token too few",)),
+    Wrong("top-p one too many", "sampling_probabilities",
+          partial(sample_probs, mistake="top-p too many"), ("one token too many",)),
+    Wrong("top-k ties by position", "sampling_probabilities",
+          partial(sample_probs, mistake="top-k by position"), ("ties", "position")),
+    Wrong("top-k ties dropped", "sampling_probabilities",
+          partial(sample_probs, mistake="top-k strict"), ("tie",)),
+    Wrong("bpe tie last", "bpe_merge_step", partial(bpe_step, mistake="tie last"), ("first",)),
+    Wrong("bpe overlapping", "bpe_merge_step", partial(bpe_step, mistake="overlapping"),
+          ("expected",)),
+    Wrong("loss without log", "per_token_loss", partial(token_loss, mistake="no log"), ("-log",)),
+    Wrong("loss in bits", "per_token_loss", partial(token_loss, mistake="bits"), ("nats",)),
+    Wrong("loss axis", "per_token_loss", partial(token_loss, mistake="axis"), ("wrong axis",)),
+    Wrong("perplexity mean of exp", "perplexity", lambda losses: losses.exp().mean().item(),
+          ("MEAN loss",)),
+    Wrong("perplexity base 2", "perplexity", lambda losses: 2 ** losses.mean().item(),
+          ("nats",)),
+    Wrong("previous-character head one-based", "find_previous_char_head",
+          partial(previous_char_head, mistake="one-based"), ("from 0",)),
+    Wrong("previous-character head lowest", "find_previous_char_head",
+          partial(previous_char_head, mistake="lowest"), ("lowest",)),
+]  # fmt: skip
 
 NOT_IN_NUMPY_HINTS = ("dim=-1", "masked_fill", "torch.")  # torch words
 

@@ -221,6 +221,14 @@ HINTS: dict[str, str] = {
     "MEAN loss.",
     "perplexity_base_2": "the losses are in nats, so the perplexity is e ** mean, not 2 ** mean.",
     "perplexity_no_exp": "that is the mean loss itself: the perplexity is exp(mean loss).",
+    "prev_char_one_based": "layers and heads are numbered from 0, as model.trf_blocks[layer] "
+    "and the columns of the weights are.",
+    "prev_char_diagonal": "that head looks at the character ITSELF (the diagonal); the previous "
+    "character is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
+    "prev_char_lowest": "that is the head with the LOWEST previous-character score: take the "
+    "argmax.",
+    "prev_char_first_token": "that head puts its weight on the first character (key 0), the "
+    "sink; the previous character is key t - 1.",
 }
 
 NUMPY_HINTS: dict[str, str] = {

@@ -1,15 +1,23 @@
-"""Checks of 11_language_model: sampling from logits, a BPE merge step, loss and perplexity."""
+"""Checks of 11_language_model: sampling from logits, a BPE merge step, loss and perplexity,
+finding the previous-character head of the trained model."""
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable
+from functools import cache
 
 import torch
 
 from ...bpe import merge_step
+from ...corpus import load_corpus
+from ...generation import GPTModel
+from ...head_scores import diagonal_score, first_token_score, previous_token_score
+from ...lm import pretrained_lm, tokenizer
+from ...lm_views import attention_weights
 from ...sampling import sampling_probabilities, top_p_filter
-from ..expect import call_pure, expect_close, randn
+from ..expect import call_pure, expect_close, randn, seeded
 from ..hints import HINTS
 from ..registry import CheckFailed, register
 
@@ -199,3 +207,72 @@ def check_perplexity(func: Callable[..., object]) -> str:
             },
         )
     return "perplexity = exp(mean loss): the number of equally likely choices it is worth."
+
+
+@cache
+def _shipped() -> GPTModel:
+    with seeded(1190):  # loading forks the global RNG: only under the lock (grading threads)
+        return pretrained_lm()
+
+
+def _renumbered(model: GPTModel, seed: int) -> GPTModel:
+    """A copy of ``model`` computing the same function with its heads renumbered in every
+    layer (a head's query/key/value rows and out_proj columns move together)."""
+    model = copy.deepcopy(model)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for block in model.trf_blocks:
+            att = block.att
+            order = torch.randperm(att.num_heads, generator=generator)
+            rows = (order[:, None] * att.head_dim + torch.arange(att.head_dim)).flatten()
+            for linear in (att.W_query, att.W_key, att.W_value):
+                linear.weight.copy_(linear.weight[rows])
+                if linear.bias is not None:
+                    linear.bias.copy_(linear.bias[rows])
+            att.out_proj.weight.copy_(att.out_proj.weight[:, rows])
+    return model
+
+
+def _best(scores: torch.Tensor, lowest: bool = False) -> tuple[int, int]:
+    flat = int(scores.argmin() if lowest else scores.argmax())
+    return divmod(flat, scores.shape[1])
+
+
+@register("find_previous_char_head", NOTEBOOK, time_limit=15.0)
+def check_find_previous_char_head(func: Callable[..., object]) -> str:
+    """``func(model, ids)`` -> (layer, head) of the highest previous-character score on ids."""
+    text = load_corpus().held_out_text
+    for i, start in enumerate((1000, 52_000, 203_000)):
+        model = _renumbered(_shipped(), seed=1191 + i)
+        passage = text[start : start + model.cfg.context_length]
+        ids = torch.tensor([tokenizer().encode(passage)])  # (1, num_tokens)
+        with torch.no_grad():
+            model(ids)
+        weights = attention_weights(model)  # (num_layers, 1, num_heads, n, n)
+        scores = {
+            "previous": torch.stack([previous_token_score(w) for w in weights]),
+            "diagonal": torch.stack([diagonal_score(w) for w in weights]),
+            "first": torch.stack([first_token_score(w) for w in weights]),
+        }
+        want = _best(scores["previous"])
+        got = call_pure(func, model, ids)
+        if not (isinstance(got, tuple | list) and len(got) == 2):
+            raise CheckFailed(f"return a tuple (layer, head), got {got!r}.")
+        got = (int(got[0]), int(got[1]))
+        if got == want:
+            continue
+        what = f"on the held-out passage {passage[:30]!r}... the answer is {want}, not {got}"
+        mistakes = {
+            "prev_char_one_based": (want[0] + 1, want[1] + 1),
+            "prev_char_diagonal": _best(scores["diagonal"]),
+            "prev_char_lowest": _best(scores["previous"], lowest=True),
+            "prev_char_first_token": _best(scores["first"]),
+        }
+        for name, wrong in mistakes.items():
+            if got == wrong:
+                raise CheckFailed(f"{what}. {HINTS[name]}")
+        raise CheckFailed(
+            f"{what}. Run model(ids), stack every block's att.attn_weights, score each head by "
+            "its mean weight on key t - 1 and return the (layer, head) of the highest score."
+        )
+    return "you find the previous-character head by its score, wherever it is numbered."

@@ -1,12 +1,12 @@
 """Name a language model's heads by numbers on real text (lecture 11).
 
 ``head_scores`` (lecture 08) scores patterns that need no text: the previous token, the first
-token. On characters of a play, some heads follow the text's own structure: the space before
-the current word, the start of the line, the speaker's name. Each score here is the same kind
-of number: the mean total attention weight a query gives to its *target* keys, over the
-queries that have targets. A score lies in [0, 1]; 1 means every such query puts all its
-weight on its targets. A head that spreads its weight evenly over t + 1 visible keys scores
-about (number of targets) / (t + 1).
+token. On characters of a play, some heads follow the text's own structure: the first letter
+of the current word, the line break that starts the line, the speaker's name. Each score here
+is the same kind of number: the mean total attention weight a query gives to its *target*
+keys, over the queries that have targets. A score lies in [0, 1]; 1 means every such query
+puts all its weight on its targets. A head that spreads its weight evenly over t + 1 visible
+keys scores about (number of targets) / (t + 1).
 
 The targets exclude the query itself and the character just before it, so that a
 previous-character head or a head that looks at itself does not also score as a word-start
@@ -59,36 +59,37 @@ def target_score(attn_weights: torch.Tensor, targets: torch.Tensor) -> torch.Ten
     return weight[:, :, rows].mean(dim=(0, 2))
 
 
-def _last_before(text: str, is_target: str) -> torch.Tensor:
-    """bool (n, n): key j is the last character in ``is_target`` before query t, j <= t - 2."""
+def _anchored(text: str, breaks: str, offset: int) -> torch.Tensor:
+    """bool (n, n): the target of query t is key j = (the last character in ``breaks`` before
+    t) + 1 - ``offset``, wherever 0 <= j <= t - 2 (with no break before t, j = -offset)."""
     n = len(text)
     targets = torch.zeros(n, n, dtype=torch.bool)
-    last = -1
+    j = -offset
     for t in range(n):
-        if last >= 0 and last <= t - 2:
-            targets[t, last] = True
-        if text[t] in is_target:
-            last = t
+        if 0 <= j <= t - 2:
+            targets[t, j] = True
+        if text[t] in breaks:
+            j = t + 1 - offset
     return targets
 
 
 def word_start_targets(text: str) -> torch.Tensor:
-    """bool (n, n): the target of query t is the last space or line break before it.
+    """bool (n, n): the target of query t is the first letter of its word.
 
-    That character holds "a new word starts here"; only queries at least two characters past
-    it count (the second letter of a word and later).
+    A word starts after a space or a line break (or at the text's start); a space or line
+    break belongs to the word before it. Only queries at least two characters past the first
+    letter count (the third letter of a word and later).
     """
-    return _last_before(text, WORD_BREAKS)
+    return _anchored(text, WORD_BREAKS, offset=0)
 
 
 def line_start_targets(text: str) -> torch.Tensor:
     """bool (n, n): the target of query t is the line break that starts its line.
 
-    Only queries at least two characters into their line count, and only where the line break
-    is not also the word-start target (the first word of a line), so that this score tells a
-    line-start head from a word-start head.
+    Only queries at least two characters past that line break count; the text's first line,
+    which has none, does not.
     """
-    return _last_before(text, "\n") & ~word_start_targets(text)
+    return _anchored(text, "\n", offset=1)
 
 
 def speaker_targets(text: str) -> torch.Tensor:

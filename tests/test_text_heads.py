@@ -20,23 +20,23 @@ def pattern(columns: list[int]) -> torch.Tensor:
     return w
 
 
-def last_before(text: str, chars: str, t: int) -> int:
-    """The position of the last character of ``chars`` before t (t itself if there is none)."""
-    return max((j for j in range(t) if text[j] in chars), default=t)
+def word_start(text: str, t: int) -> int:
+    """The position of the first letter of the word that query t is in (or ends)."""
+    return max((j + 1 for j in range(t) if text[j] in " \n"), default=0)
 
 
 def test_word_start_targets_by_hand():
-    targets = th.word_start_targets("ab cd\nef")
-    # 'd' and the line break see the space at 2, 'f' the line break at 5; 'c' and 'e' are
-    # right after theirs (that is the previous character)
-    assert targets.nonzero().tolist() == [[4, 2], [5, 2], [7, 5]]
+    targets = th.word_start_targets("abc de\nfgh")
+    # 'c' and the space after it see 'a'; the line break sees 'd'; 'h' sees 'f'. 'b', 'e', 'g'
+    # are right after their first letter (that is the previous character)
+    assert targets.nonzero().tolist() == [[2, 0], [3, 0], [6, 4], [9, 7]]
 
 
-def test_line_start_targets_skip_the_first_word():
-    targets = th.line_start_targets("x\nab cd")
-    # 'b' and the space would target the "\n", but it is also their word start; 'c' and 'd'
-    # are in the second word
-    assert targets.nonzero().tolist() == [[5, 1], [6, 1]]
+def test_line_start_targets_by_hand():
+    targets = th.line_start_targets("x\nab cd\ne")
+    # 'b' .. the second line break see the line break at 1; 'a' is right after it, and the
+    # first line and 'e' (right after its line break) have none
+    assert targets.nonzero().tolist() == [[3, 1], [4, 1], [5, 1], [6, 1], [7, 1]]
 
 
 def test_speaker_targets_are_the_current_name():
@@ -50,7 +50,7 @@ def test_speaker_targets_are_the_current_name():
 
 
 def test_a_head_that_looks_at_the_word_start_scores_one():
-    columns = [last_before(TEXT, " \n", t) for t in range(len(TEXT))]
+    columns = [word_start(TEXT, t) for t in range(len(TEXT))]
     w = pattern(columns)
     scores = th.text_head_scores(w[None], TEXT)
     assert scores["word start"].item() == 1.0

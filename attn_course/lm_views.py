@@ -61,11 +61,11 @@ def draw_text_heads(weights: torch.Tensor, chars: str, titles: list[str], ncols:
     """
     num_panels, n, _ = weights.shape
     nrows = -(-num_panels // ncols)
-    side = max(3.0, 0.075 * n)
+    side = max(3.0, 0.085 * n)
     fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * side + 1.0, nrows * (side + 0.5)),
                              squeeze=False, layout="constrained")  # fmt: skip
     labels = [show_char(ch) for ch in chars]
-    fontsize = 8 if n <= 40 else 5.5
+    fontsize = 8 if n <= 40 else 6
     for i, ax in enumerate(axes.flat):
         if i >= num_panels:
             ax.set_axis_off()

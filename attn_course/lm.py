@@ -1,0 +1,461 @@
+"""The course's character-level Shakespeare model: train, checkpoint, evaluate, load, GQA.
+
+``python -m attn_course train shakespeare`` trains ``generation.GPTModel`` on the corpus
+(``corpus.load_corpus``) with AdamW, a linear warm-up and a cosine decay of the learning rate;
+every ``eval_every`` steps it prints the train loss and the held-out loss in nats per
+character. It is seeded, and resumable: ``--checkpoint FILE`` saves the model, the optimiser
+and the data stream's state every ``eval_every`` steps, and ``--resume`` continues from it.
+``pretrained_lm()`` is the shipped model, ``evaluate_text`` its loss on any text, and
+``pool_kv_heads`` turns it into a grouped-query model by averaging key/value heads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TextIO
+
+import torch
+import torch.nn.functional as F
+
+from .corpus import load_corpus
+from .generation import GPTConfig, GPTModel
+from .gqa import kv_cache_bytes, validate_kv_groups
+from .tokenizer import CharTokenizer
+
+__all__ = [
+    "LMTrainConfig",
+    "LM_CONFIGS",
+    "TrainResult",
+    "tokenizer",
+    "train_lm",
+    "evaluate_text",
+    "held_out_loss",
+    "save_lm",
+    "load_lm",
+    "pretrained_lm",
+    "sample",
+    "real_word_fraction",
+    "pool_kv_heads",
+    "gqa_table",
+]
+
+EVAL_SEED = 2024  # the held-out windows the progress line reports
+
+
+@dataclass(frozen=True)
+class LMTrainConfig:
+    """Model sizes and optimiser settings for one training run."""
+
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 4
+    context_length: int = 128
+    steps: int = 2600
+    batch_size: int = 32
+    lr: float = 4e-3
+    min_lr: float = 4e-4
+    warmup: int = 100
+    weight_decay: float = 0.1
+    seed: int = 0
+    eval_every: int = 200
+    eval_windows: int = 64
+    # bfloat16 matmuls in training (torch.autocast): 3x faster on CPUs with AVX512-BF16 (this
+    # machine), slower where bfloat16 is emulated; the weights stay float32
+    autocast: bool = True
+
+    def model_config(self, vocab_size: int) -> GPTConfig:
+        return GPTConfig(
+            d_model=self.d_model,
+            context_length=self.context_length,
+            num_heads=self.num_heads,
+            dropout=0.0,
+            num_layers=self.num_layers,
+            vocab_size=vocab_size,
+        )
+
+    def learning_rate(self, step: int) -> float:
+        """Linear warm-up to ``lr`` over ``warmup`` steps, then cosine decay to ``min_lr``."""
+        if step < self.warmup:
+            return self.lr * (step + 1) / self.warmup
+        progress = (step - self.warmup) / max(1, self.steps - self.warmup)
+        return self.min_lr + 0.5 * (self.lr - self.min_lr) * (1 + math.cos(math.pi * progress))
+
+
+LM_CONFIGS: dict[str, LMTrainConfig] = {
+    # the shipped model (about 20 minutes on 2 cores)
+    "default": LMTrainConfig(),
+    # trains live in a notebook in under a minute: the loss falls, samples turn into words
+    "small": LMTrainConfig(
+        d_model=64, num_heads=4, num_layers=2, context_length=64, steps=300, batch_size=16,
+        lr=3e-3, min_lr=1e-3, warmup=30, eval_every=25, eval_windows=32, autocast=False,
+    ),
+}  # fmt: skip
+
+
+@dataclass
+class TrainResult:
+    """The trained model and its curve: (step, train loss, held-out loss) every eval."""
+
+    model: GPTModel
+    curve: list[tuple[int, float, float]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def tokenizer() -> CharTokenizer:
+    """The character tokenizer of the shipped corpus (its stated character set)."""
+    return CharTokenizer(load_corpus().charset)
+
+
+@cache
+def _token_data() -> tuple[torch.Tensor, torch.Tensor]:
+    corpus, tok = load_corpus(), tokenizer()
+    return tok.encode_tensor(corpus.train_text), tok.encode_tensor(corpus.held_out_text)
+
+
+def _windows(data: torch.Tensor, num: int, length: int, gen: torch.Generator) -> torch.Tensor:
+    """``num`` random windows of ``length + 1`` tokens: (num, length + 1)."""
+    starts = torch.randint(0, len(data) - length - 1, (num,), generator=gen)
+    return torch.stack([data[s : s + length + 1] for s in starts.tolist()])
+
+
+def _loss(model: GPTModel, windows: torch.Tensor) -> torch.Tensor:
+    """Mean next-character cross-entropy (nats) over windows (b, num_tokens + 1)."""
+    logits = model(windows[:, :-1])  # (b, num_tokens, vocab_size)
+    return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
+
+
+@torch.no_grad()
+def _eval_loss(model: GPTModel, windows: torch.Tensor) -> float:
+    was_training = model.training
+    model.eval()
+    loss = sum(_loss(model, w).item() for w in windows.split(16)) / len(windows.split(16))
+    model.train(was_training)
+    return loss
+
+
+def _bar(
+    stream: TextIO, step: int, steps: int, start: float, start_step: int, text: str, end="\n"
+) -> None:
+    """One progress line; ``end="\\r"`` redraws it in place (on a terminal, between evals)."""
+    width = 24
+    done = width * step // steps
+    elapsed = time.perf_counter() - start
+    eta = elapsed / max(1, step - start_step) * (steps - step)
+    print(
+        f"[{'#' * done}{'.' * (width - done)}] {step}/{steps} {text} "
+        f"{elapsed:.0f}s elapsed, ETA {eta:.0f}s",
+        end=end,
+        file=stream,
+        flush=True,
+    )
+
+
+def _checkpoint_state(model, optimizer, gen, cfg, step, curve) -> dict:
+    return {
+        "train_config": asdict(cfg),
+        "model_config": model.cfg.to_dict(),
+        "step": step,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "data_rng": gen.get_state(),
+        "curve": [list(point) for point in curve],
+    }
+
+
+def train_lm(
+    cfg: LMTrainConfig | str = "default",
+    progress: TextIO | None = None,
+    checkpoint: str | Path | None = None,
+    resume: bool = False,
+    device: str = "cpu",
+) -> TrainResult:
+    """Train a fresh ``GPTModel`` on the training plays (or continue from ``checkpoint``).
+
+    Args:
+        cfg: an ``LMTrainConfig`` or the name of one in ``LM_CONFIGS`` ("default", "small").
+        progress: a stream for the progress lines (train and held-out loss, ETA), or None.
+        checkpoint: a file written every ``eval_every`` steps and at the end.
+        resume: continue from ``checkpoint`` (its settings win over ``cfg``).
+        device: "cpu", "cuda" or "mps".
+
+    Returns:
+        A ``TrainResult``: the model (eval mode, on the CPU), the curve, the seconds taken.
+    """
+    cfg = LM_CONFIGS[cfg] if isinstance(cfg, str) else cfg
+    dev = resolve_device(device)
+    train_data, held_out_data = _token_data()
+    saved = None
+    if resume:
+        if checkpoint is None or not Path(checkpoint).exists():
+            raise ValueError(f"--resume needs an existing checkpoint file, got {checkpoint}.")
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        cfg = LMTrainConfig(**saved["train_config"])
+    torch.manual_seed(cfg.seed)
+    model = GPTModel(cfg.model_config(tokenizer().vocab_size)).to(dev)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=cfg.weight_decay
+    )
+    gen = torch.Generator().manual_seed(cfg.seed)
+    eval_windows = _windows(
+        held_out_data,
+        cfg.eval_windows,
+        cfg.context_length,
+        torch.Generator().manual_seed(EVAL_SEED),
+    ).to(dev)
+    curve: list[tuple[int, float, float]] = []
+    first = 0
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        gen.set_state(saved["data_rng"])
+        curve = [(int(s), float(a), float(b)) for s, a, b in saved["curve"]]
+        first = saved["step"]
+        if progress is not None:
+            print(f"resuming from {checkpoint} at step {first}/{cfg.steps}", file=progress)
+    model.train()
+    start, running = time.perf_counter(), []
+    for step in range(first, cfg.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = cfg.learning_rate(step)
+        windows = _windows(train_data, cfg.batch_size, cfg.context_length, gen).to(dev)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cfg.autocast):
+            loss = _loss(model, windows)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        running.append(loss.item())
+        done = step + 1
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            point = (done, sum(running) / len(running), _eval_loss(model, eval_windows))
+            curve.append(point)
+            running = []
+            if checkpoint is not None:
+                state = _checkpoint_state(model, optimizer, gen, cfg, done, curve)
+                torch.save(state, checkpoint)
+            if progress is not None:
+                text = f"train {point[1]:.3f} held-out {point[2]:.3f} nats/char"
+                _bar(progress, done, cfg.steps, start, first, text)
+        elif progress is not None and progress.isatty() and done % 10 == 0:
+            _bar(progress, done, cfg.steps, start, first, f"train {loss.item():.3f}", "\r")
+    model = model.cpu().eval()
+    return TrainResult(model, curve, time.perf_counter() - start)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``torch.device(device)``, or a ValueError saying the device is not present here."""
+    if device == "cpu":
+        return torch.device("cpu")
+    if device == "cuda" and torch.cuda.is_available():
+        return torch.device("cuda")
+    if device == "mps" and torch.backends.mps.is_available():
+        return torch.device("mps")
+    if device not in ("cuda", "mps"):
+        raise ValueError(f"device={device!r} must be 'cpu', 'cuda' or 'mps'.")
+    raise ValueError(f"this machine has no {device} device that torch can use; use --device cpu.")
+
+
+# ---- saving and loading -----------------------------------------------------------------------
+
+
+def save_lm(model: GPTModel, path: str | Path, dtype: torch.dtype = torch.bfloat16) -> None:
+    """Write the config and the weights in ``dtype`` (bfloat16 halves the file)."""
+    state = {k: v.to(dtype) for k, v in model.state_dict().items() if not k.endswith(".mask")}
+    torch.save({"config": model.cfg.to_dict(), "state_dict": state}, path)
+
+
+def load_lm(path: str | Path) -> GPTModel:
+    """A model saved by ``save_lm``, in float32; ``weights_only=True`` runs no pickled code."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    with torch.random.fork_rng(devices=[]):  # leave the caller's RNG where it was
+        model = GPTModel(GPTConfig(**saved["config"]))
+    state = {k: v.float() for k, v in saved["state_dict"].items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any(not k.endswith(".mask") for k in missing):
+        raise ValueError(f"{path}: weights do not fit the model ({missing=}, {unexpected=}).")
+    return model.eval()
+
+
+def pretrained_lm() -> GPTModel:
+    """The course's shipped Shakespeare model (trained by ``train shakespeare``)."""
+    with resources.as_file(resources.files("attn_course") / "weights" / "shakespeare.pt") as p:
+        return load_lm(p)
+
+
+# ---- measuring --------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def evaluate_text(model: GPTModel, text: str) -> float:
+    """Mean loss in nats per character of ``text`` under ``model``.
+
+    The text is cut into consecutive windows of ``context_length + 1`` characters that overlap
+    by one; each character after the first is predicted from the characters before it in its
+    window. Characters outside the model's set raise the tokenizer's ValueError.
+    """
+    ids = tokenizer().encode_tensor(text)
+    if len(ids) < 2:
+        raise ValueError("the text needs at least 2 characters: one to read, one to predict.")
+    n = model.cfg.context_length
+    total, count = 0.0, 0
+    for start in range(0, len(ids) - 1, n):
+        window = ids[start : start + n + 1][None]  # (1, <= n + 1)
+        logits = model(window[:, :-1])  # (1, num_tokens, vocab_size)
+        losses = F.cross_entropy(logits[0], window[0, 1:], reduction="sum")
+        total, count = total + losses.item(), count + window.shape[1] - 1
+    return total / count
+
+
+def held_out_loss(model: GPTModel, num_chars: int | None = None) -> float:
+    """``evaluate_text`` on the held-out plays (or their first ``num_chars`` characters)."""
+    return evaluate_text(model, load_corpus().held_out_text[:num_chars])
+
+
+@torch.no_grad()
+def sample(
+    model: GPTModel, prompt: str, num_chars: int, temperature: float = 0.8, seed: int = 0
+) -> str:
+    """A plain temperature sampler (no cache): ``prompt`` and ``num_chars`` new characters."""
+    tok, gen = tokenizer(), torch.Generator().manual_seed(seed)
+    ids = tok.encode(prompt)
+    for _ in range(num_chars):
+        context = torch.tensor([ids[-model.cfg.context_length :]])
+        logits = model(context)[0, -1]  # (vocab_size,)
+        probs = torch.softmax(logits / temperature, dim=-1)
+        ids.append(int(torch.multinomial(probs, 1, generator=gen)))
+    return tok.decode(ids)
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip("'").lower() for w in re.findall(r"[A-Za-z']+", text) if w.strip("'")]
+
+
+def real_word_fraction(text: str) -> float:
+    """Fraction of ``text``'s words (letters and apostrophes) that occur in the training plays."""
+    known = set(_words(load_corpus().train_text))
+    words = _words(text)
+    return sum(w in known for w in words) / max(1, len(words))
+
+
+# ---- grouped-query attention by mean-pooling ----------------------------------------------
+
+
+@torch.no_grad()
+def pool_kv_heads(model: GPTModel, num_kv_groups: int) -> GPTModel:
+    """A grouped-query copy of ``model``: each group's key and value heads averaged.
+
+    Query heads ``g * group_size .. (g + 1) * group_size - 1`` share key/value head ``g``
+    (as ``gqa.repeat_kv`` orders them), whose weights are the mean of those heads' weights
+    (Ainslie et al. 2023 initialise GQA from a multi-head checkpoint this way).
+    """
+    cfg = model.cfg
+    validate_kv_groups(cfg.num_heads, num_kv_groups)
+    pooled = GPTModel(replace(cfg, num_kv_groups=num_kv_groups))
+    head_dim, group_size = cfg.d_model // cfg.num_heads, cfg.num_heads // num_kv_groups
+    state = {}
+    for name, value in model.state_dict().items():
+        if re.search(r"\.att\.W_(key|value)\.", name):
+            # (num_heads * head_dim, ...) -> (num_kv_groups, group_size, head_dim, ...)
+            heads = value.view(num_kv_groups, group_size, head_dim, *value.shape[1:])
+            value = heads.mean(dim=1).flatten(0, 1)  # (num_kv_groups * head_dim, ...)
+        state[name] = value
+    pooled.load_state_dict(state)
+    return pooled.eval()
+
+
+def gqa_table(model: GPTModel, num_chars: int = 100_000) -> list[dict]:
+    """Held-out loss and KV-cache bytes per token (bfloat16) for every valid number of groups."""
+    cfg = model.cfg
+    head_dim = cfg.d_model // cfg.num_heads
+    rows = []
+    for groups in [g for g in range(cfg.num_heads, 0, -1) if cfg.num_heads % g == 0]:
+        pooled = model if groups == cfg.num_heads else pool_kv_heads(model, groups)
+        rows.append(
+            {
+                "num_kv_groups": groups,
+                "held_out_loss": held_out_loss(pooled, num_chars),
+                "cache_bytes_per_token": kv_cache_bytes(cfg.num_layers, groups, head_dim),
+            }
+        )
+    return rows
+
+
+def print_gqa_table(rows: list[dict], stream: TextIO = sys.stdout) -> None:
+    full = rows[0]["cache_bytes_per_token"]
+    print(f"{'kv groups':>9} {'held-out loss':>14} {'cache B/token':>14} {'saved':>6}", file=stream)
+    for r in rows:
+        saved = 1 - r["cache_bytes_per_token"] / full
+        print(
+            f"{r['num_kv_groups']:>9} {r['held_out_loss']:>14.3f} "
+            f"{r['cache_bytes_per_token']:>14} {saved:>6.0%}",
+            file=stream,
+        )
+
+
+# ---- commands ---------------------------------------------------------------------------------
+
+
+def train_main(argv: list[str]) -> int:
+    """``python -m attn_course train shakespeare [--config NAME] ...``"""
+    parser = argparse.ArgumentParser(
+        prog="python -m attn_course train shakespeare",
+        description="Train the course's GPTModel on Shakespeare's plays (character tokens) and "
+        "report its held-out loss in nats per character.",
+    )
+    parser.add_argument("task", choices=["shakespeare"])
+    parser.add_argument("--config", choices=sorted(LM_CONFIGS), default="default")
+    parser.add_argument("--steps", type=int, help="training steps (default: the config's)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--device", choices=["cpu", "cuda", "mps"], default="cpu")
+    parser.add_argument("--checkpoint", type=Path, help="save progress here every eval")
+    parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    parser.add_argument("--save", type=Path, help="write the trained weights to this file")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cfg = LM_CONFIGS[args.config]
+    cfg = replace(cfg, steps=args.steps or cfg.steps, seed=args.seed)
+    try:
+        resolve_device(args.device)
+    except ValueError as err:
+        parser.error(str(err))
+    print(f"training shakespeare ({args.config}): {cfg}")
+    result = train_lm(cfg, sys.stdout, args.checkpoint, args.resume, args.device)
+    print(
+        f"trained in {result.seconds:.0f} s; held-out loss {result.curve[-1][2]:.3f} nats/char "
+        f"({cfg.eval_windows} windows)"
+    )
+    if args.save:
+        save_lm(result.model, args.save)
+        print(f"saved {args.save}")
+    return 0
+
+
+def evaluate_main(argv: list[str]) -> int:
+    """``python -m attn_course evaluate FILE``"""
+    parser = argparse.ArgumentParser(
+        prog="python -m attn_course evaluate",
+        description="Print the shipped Shakespeare model's mean loss on a text file, in nats "
+        "per character. Characters outside the model's set are an error (they are listed).",
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--weights", type=Path, help="a model saved by train --save")
+    args = parser.parse_args(argv)
+    model = load_lm(args.weights) if args.weights else pretrained_lm()
+    try:
+        loss = evaluate_text(model, args.file.read_text(encoding="utf-8"))
+    except ValueError as err:
+        print(f"{args.file}: {err}", file=sys.stderr)
+        return 1
+    print(f"{args.file}: {loss:.3f} nats per character ({loss / math.log(2):.3f} bits)")
+    return 0
+
+
+main = evaluate_main

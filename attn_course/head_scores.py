@@ -49,12 +49,20 @@ def diagonal_score(attn_weights: torch.Tensor) -> torch.Tensor:
     return attn_weights.diagonal(dim1=-2, dim2=-1)[:, :, 1:].mean(dim=(0, 2))
 
 
-def induction_score(attn_weights: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+def induction_score(
+    attn_weights: torch.Tensor, tokens: torch.Tensor, rows: torch.Tensor | None = None
+) -> torch.Tensor:
     """Mean total weight from query t to the keys just AFTER earlier copies of token t.
 
     Key j is an induction target of query t when j <= t and tokens[j - 1] == tokens[t]: the
     token that followed the current token last time. Averaged over the rows that have at
-    least one target (``tokens``: (b, num_tokens)).
+    least one target (``tokens``: (b, num_tokens)), or only over those of them that
+    ``rows`` (b, num_tokens) bool marks, e.g. the repeated segment.
+
+    This is the course's score, not Olsson et al.'s or ARENA's: those average over the
+    second half of a sequence of random tokens repeated twice, where every row has exactly
+    one target, j < t. Here filler tokens that happen to repeat count too, and so does
+    j = t (a token right after a copy of itself).
     """
     _validate(attn_weights)
     b, num_heads, num_tokens, _ = attn_weights.shape
@@ -64,11 +72,15 @@ def induction_score(attn_weights: torch.Tensor, tokens: torch.Tensor) -> torch.T
     targets = torch.zeros_like(same)
     targets[:, :, 1:] = same[:, :, :-1]  # key j is a target when token j-1 equals token t
     targets &= torch.ones_like(same).tril()  # causal: j <= t
-    rows = targets.any(dim=-1)  # (b, num_tokens)
-    if not rows.any():
+    counted = targets.any(dim=-1)  # (b, num_tokens)
+    if rows is not None:
+        if rows.shape != (b, num_tokens) or rows.dtype != torch.bool:
+            raise ValueError(f"rows must be a bool tensor of shape {(b, num_tokens)}.")
+        counted = counted & rows
+    if not counted.any():
         raise ValueError("no token repeats in `tokens`: induction needs a repeated sequence.")
     weight = (attn_weights * targets[:, None]).sum(dim=-1)  # (b, num_heads, num_tokens)
-    return (weight * rows[:, None]).sum(dim=(0, 2)) / rows.sum()
+    return (weight * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
 
 
 def row_entropy(attn_weights: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ __all__ = [
     "induction_batch",
     "kv_lookup_batch",
     "ambiguous",
+    "latest_copy_rule",
 ]
 
 NUM_TOKENS = 32
@@ -152,6 +153,21 @@ def ambiguous(batch: Batch) -> torch.Tensor:
     return disagree.any(dim=-1) & batch.scored
 
 
+def latest_copy_rule(tokens: torch.Tensor) -> torch.Tensor:
+    """(b, num_tokens) predictions of the rule "the token after the latest earlier copy of the
+    current token" (the current token itself where it has no earlier copy). On every
+    induction variant, ``induction-colliding`` included, it is right at every scored position:
+    the latest copy is always the segment's.
+    """
+    num_tokens = tokens.shape[1]
+    same = tokens[:, :, None] == tokens[:, None, :]  # (b, query t, key j): same token
+    earlier = same & torch.ones_like(same).tril(diagonal=-1)  # j < t
+    j = torch.arange(num_tokens).expand_as(earlier)
+    latest = torch.where(earlier, j, -1).amax(dim=-1)  # (b, num_tokens), -1: no earlier copy
+    followers = tokens.gather(1, (latest + 1).clamp(max=num_tokens - 1))
+    return torch.where(latest >= 0, followers, tokens)
+
+
 @dataclass(frozen=True)
 class Task:
     """A named task: its batch generator and the sizes a model for it needs."""
@@ -181,7 +197,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "induction-colliding",
-            "the same with filler that may repeat segment tokens (a ceiling)",
+            "the same with filler that may repeat segment tokens (needs the latest copy)",
             lambda b, g: induction_batch(b, g, distinct=False),
         ),
         Task("kv-lookup", "recall the value stored under a key", kv_lookup_batch),

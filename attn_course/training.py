@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -102,8 +103,13 @@ def train(
     cfg: TrainConfig | None = None,
     model_cfg: ModelConfig | None = None,
     progress: TextIO | None = None,
+    on_step: Callable[[int, TinyTransformer], None] | None = None,
 ) -> TinyTransformer:
-    """Train a fresh ``TinyTransformer`` on ``task``; ``progress`` is a stream for a text bar."""
+    """Train a fresh ``TinyTransformer`` on ``task``; ``progress`` is a stream for a text bar.
+
+    ``on_step(step, model)``, if given, is called with step 0 before the first update and
+    after every update (e.g. to record scores during training, ``recordings.py``).
+    """
     cfg = cfg or TRAIN_CONFIGS.get(task.name, TrainConfig())
     torch.manual_seed(cfg.seed)
     model = TinyTransformer(model_cfg or model_config(task))
@@ -111,11 +117,15 @@ def train(
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start = time.perf_counter()
     model.train()
+    if on_step is not None:
+        on_step(0, model)
     for step in range(1, cfg.steps + 1):
         loss = _loss(model, task.make_batch(cfg.batch_size, data))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if on_step is not None:
+            on_step(step, model)
         if progress is not None and (step % 25 == 0 or step == cfg.steps):
             _progress(progress, step, cfg.steps, loss.item(), start)
     model.eval()

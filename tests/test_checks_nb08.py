@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attn_course.attention import causal_mask, scaled_dot_product_attention
 from attn_course.grading import checks  # noqa: F401  (registers the checks)
 from attn_course.grading.registry import CHECKS, CheckFailed
 from attn_course.head_scores import head_scores, previous_token_score
-from attn_course.positions import sinusoidal_positions
+from attn_course.positions import apply_rope, rope_attention, sinusoidal_positions
 
 
 def find_induction_heads(model, tokens, threshold=0.5):
@@ -27,6 +28,8 @@ def zero_head(model, layer, head):
 NB08_REFERENCE = {
     "previous_token_score": previous_token_score,
     "sinusoidal_positions": sinusoidal_positions,
+    "apply_rope": apply_rope,
+    "rope_attention": rope_attention,
     "find_induction_heads": find_induction_heads,
     "zero_head": zero_head,
 }
@@ -73,6 +76,65 @@ def sinusoidal_no_two(num_tokens, d_model):
     return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(num_tokens, d_model)
 
 
+def rope_turned(x, angles):
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    pairs = [x0 * angles.cos() - x1 * angles.sin(), x0 * angles.sin() + x1 * angles.cos()]
+    return torch.stack(pairs, dim=-1).flatten(-2)
+
+
+def rope_positions(x, start):
+    return torch.arange(start, start + x.shape[-2], dtype=torch.float32)[:, None]
+
+
+def rope_frequencies(x, base, two=2):
+    return base ** (-two * torch.arange(x.shape[-1] // 2, dtype=torch.float32) / x.shape[-1])
+
+
+def rope_halves(x, start=0, base=10000.0):
+    """Pairs dimension i with i + head_dim/2 (GPT-NeoX layout), not 2i with 2i + 1."""
+    angles = rope_positions(x, start) * rope_frequencies(x, base)
+    x0, x1 = x.chunk(2, dim=-1)
+    return torch.cat(
+        [x0 * angles.cos() - x1 * angles.sin(), x0 * angles.sin() + x1 * angles.cos()], -1
+    )
+
+
+def rope_base_1000(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, start) * rope_frequencies(x, 1000.0))
+
+
+def rope_exponent_without_2(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, start) * rope_frequencies(x, base, two=1))
+
+
+def rope_from_position_0(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, 0) * rope_frequencies(x, base))
+
+
+def rope_from_position_1(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, start + 1) * rope_frequencies(x, base))
+
+
+def rope_backwards(x, start=0, base=10000.0):
+    return rope_turned(x, -rope_positions(x, start) * rope_frequencies(x, base))
+
+
+def rope_rotating_values(queries, keys, values):
+    mask = causal_mask(queries.shape[-2])
+    rotated = (apply_rope(queries), apply_rope(keys), apply_rope(values))
+    return scaled_dot_product_attention(*rotated, mask)[0]
+
+
+def rope_queries_only(queries, keys, values):
+    return scaled_dot_product_attention(
+        apply_rope(queries), keys, values, causal_mask(keys.shape[-2])
+    )[0]
+
+
+def rope_without_mask(queries, keys, values):
+    return scaled_dot_product_attention(apply_rope(queries), apply_rope(keys), values)[0]
+
+
 def previous_diagonal(w):
     return w.diagonal(dim1=-2, dim2=-1)[:, :, 1:].mean(dim=(0, 2))
 
@@ -111,6 +173,15 @@ WRONG_08 = [  # (check id, wrong object, words the hint must contain)
     ("sinusoidal_positions", sinusoidal_swapped, ("swapped",)),
     ("sinusoidal_positions", sinusoidal_blocks, ("interleave",)),
     ("sinusoidal_positions", sinusoidal_no_two, ("2i",)),
+    ("apply_rope", rope_halves, ("2i + 1", "rotate_half")),
+    ("apply_rope", rope_base_1000, ("base",)),
+    ("apply_rope", rope_exponent_without_2, ("-2i / head_dim",)),
+    ("apply_rope", rope_from_position_0, ("start + k",)),
+    ("apply_rope", rope_from_position_1, ("off by one",)),
+    ("apply_rope", rope_backwards, ("wrong way",)),
+    ("rope_attention", rope_rotating_values, ("values too",)),
+    ("rope_attention", rope_queries_only, ("keys too",)),
+    ("rope_attention", rope_without_mask, ("causal",)),
     ("find_induction_heads", find_previous_token_heads, ("previous-token",)),
     ("find_induction_heads", find_one_based, ("from 0",)),
     ("find_induction_heads", find_all_of_layer_1, ("0.5",)),

@@ -65,6 +65,17 @@ def test_induction_score_sums_over_several_earlier_copies():
     assert hs.induction_score(w, tokens).item() == pytest.approx(expected)
 
 
+def test_induction_score_restricted_to_some_rows():
+    tokens = torch.tensor([[5, 9, 5, 9, 5]])
+    w = uniform_causal(5)
+    rows = torch.tensor([[False, False, False, True, True]])  # rows 3 (key 2), 4 (keys 1, 3)
+    assert hs.induction_score(w, tokens, rows).item() == pytest.approx((1 / 4 + 2 / 5) / 2)
+    with pytest.raises(ValueError, match="repeat"):
+        hs.induction_score(w, tokens, torch.zeros(1, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="bool"):
+        hs.induction_score(w, tokens, torch.ones(1, 5))
+
+
 def test_induction_score_needs_a_repeat():
     with pytest.raises(ValueError, match="repeat"):
         hs.induction_score(uniform_causal(3), torch.tensor([[1, 2, 3]]))

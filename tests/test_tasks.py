@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_course.tasks import TASKS, ambiguous, induction_batch, kv_lookup_batch
+from attn_course.tasks import TASKS, ambiguous, induction_batch, kv_lookup_batch, latest_copy_rule
 
 
 def gen(seed: int = 0) -> torch.Generator:
@@ -95,3 +95,16 @@ def test_ambiguous_positions_only_with_colliding_filler():
         tokens = batch.tokens[b].tolist()
         followers = {tokens[j + 1] for j in range(t) if tokens[j] == tokens[t]}
         assert followers - {batch.targets[b, t].item()}
+
+
+@pytest.mark.parametrize("name", ["induction", "induction-fixed", "induction-colliding"])
+def test_latest_copy_rule_solves_every_induction_variant(name):
+    batch = TASKS[name].batch(2000, seed=2024)
+    right = latest_copy_rule(batch.tokens) == batch.targets
+    assert right[batch.scored].all()
+
+
+def test_latest_copy_rule_follows_the_latest_copy():
+    tokens = torch.tensor([[5, 1, 5, 2, 5, 7]])
+    # 5 at 2 -> after the 5 at 0 comes 1; 5 at 4 -> after the 5 at 2 comes 2 (not 1)
+    assert latest_copy_rule(tokens).tolist() == [[5, 1, 1, 2, 2, 7]]

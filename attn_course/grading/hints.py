@@ -138,6 +138,27 @@ HINTS: dict[str, str] = {
     "table[:, 0::2] = sin and table[:, 1::2] = cos.",
     "sinusoid_no_two": "the frequencies are off: column pair i uses 10000 ** (2i / d_model); "
     "torch.arange(0, d_model, 2) gives the 2i directly.",
+    "rope_halves": "you paired dimension i with i + head_dim / 2 (the GPT-NeoX 'rotate_half' "
+    "layout); this course turns the interleaved pairs (x[..., 2i], x[..., 2i + 1]), like the "
+    "sinusoidal table's sin/cos columns.",
+    "rope_no_two": "the frequencies are off: pair i turns by position * base ** (-2i / head_dim); "
+    "torch.arange(0, head_dim, 2) gives the 2i directly.",
+    "rope_base_ignored": "you always used 10000: use the `base` argument, theta_i = "
+    "base ** (-2i / head_dim).",
+    "rope_start_ignored": "token k of x stands at position start + k, not k: with a KV cache "
+    "the new tokens come after the cached ones.",
+    "rope_off_by_one": "off by one: the first token of x is at position `start` (0 by default), "
+    "where the rotation is the identity.",
+    "rope_backwards": "the rotation turns the wrong way: (x0 cos - x1 sin, x0 sin + x1 cos), "
+    "the sine with a minus sign in the FIRST component.",
+    "rope_values": "you rotated the values too: RoPE turns only the queries and the keys, so "
+    "that their dot product sees the offset; the values are what is moved, unrotated.",
+    "rope_queries_only": "only the queries are rotated: turn the keys too, each by its own "
+    "position, so that the score depends on the difference of the two.",
+    "rope_keys_only": "only the keys are rotated: turn the queries too, each by its own "
+    "position, so that the score depends on the difference of the two.",
+    "rope_not_causal": "every query sees future keys: hide them with the causal mask "
+    "(causal_mask(num_tokens), True = hidden).",
     "ablation_rows": "you zeroed ROWS of out_proj.weight; a head's output enters through "
     "its COLUMNS: out_proj.weight[:, head * head_dim : (head + 1) * head_dim].",
     "ablation_next_head": "you zeroed the next head: head h owns columns h * head_dim up "

@@ -1,4 +1,5 @@
-"""Checks of 08_trained_attention: a head score, sinusoidal positions, finding, ablating heads."""
+"""Checks of 08_trained_attention: a head score, sinusoidal positions, RoPE, finding and ablating
+heads."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import cast
 
 import torch
 
-from ...attention import MultiHeadAttention, causal_mask
+from ...attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from ...head_scores import diagonal_score, head_scores, previous_token_score
 from ...model import ModelConfig, TinyTransformer, ablated
-from ...positions import sinusoidal_positions
+from ...positions import apply_rope, rope_angles, rope_attention, sinusoidal_positions
 from ...tasks import TASKS
 from ...training import model_config, pretrained
 from ..expect import call_explained, call_pure, expect_close, randn, seeded
@@ -67,6 +68,74 @@ def check_sinusoidal_positions(func: Callable[..., object]) -> str:
             },
         )
     return "your table matches the formula for every size."
+
+
+def _rotate(x: torch.Tensor, angles: torch.Tensor, halves: bool = False) -> torch.Tensor:
+    """x (..., num_tokens, head_dim) turned by ``angles`` (num_tokens, head_dim/2); ``halves``
+    pairs dimension i with i + head_dim/2 (the other convention) instead of 2i with 2i + 1."""
+    cos, sin = angles.cos(), angles.sin()
+    if halves:
+        x0, x1 = x.chunk(2, dim=-1)
+        return torch.cat([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+def _rope_mistakes(x: torch.Tensor, start: int, base: float) -> dict[str, torch.Tensor]:
+    """apply_rope(x, start, base) with each classic mistake built in."""
+    num_tokens, head_dim = x.shape[-2:]
+    angles = rope_angles(num_tokens, head_dim, start, base)
+    i = torch.arange(head_dim // 2, dtype=torch.float32)
+    positions = torch.arange(start, start + num_tokens, dtype=torch.float32)[:, None]
+    return {
+        "rope_halves": _rotate(x, angles, halves=True),
+        "rope_no_two": _rotate(x, positions / base ** (i / head_dim)),
+        "rope_base_ignored": apply_rope(x, start),
+        "rope_start_ignored": apply_rope(x, 0, base),
+        "rope_off_by_one": apply_rope(x, start + 1, base),
+        "rope_backwards": _rotate(x, -angles),
+    }
+
+
+@register("apply_rope", NOTEBOOK, time_limit=5.0)
+def check_apply_rope(func: Callable[..., object]) -> str:
+    """``func(x, start, base)`` rotates the interleaved pairs of x (..., num_tokens, head_dim)."""
+    cases = [((2, 3, 6, 8), 0, 10000.0), ((1, 2, 5, 16), 7, 10000.0), ((4, 12), 3, 500.0),
+             ((2, 1, 9, 64), 20, 10000.0)]  # fmt: skip
+    for i, (shape, start, base) in enumerate(cases):
+        x = randn(*shape, seed=830 + i)
+        expect_close(
+            call_pure(func, x, start, base),
+            apply_rope(x, start, base),
+            f"apply_rope(x of shape {shape}, start={start}, base={base:g})",
+            mistakes=_rope_mistakes(x, start, base),
+        )
+    return "your rotation matches apply_rope for every shape, start and base."
+
+
+def _causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
+    return scaled_dot_product_attention(q, k, v, mask)[0]
+
+
+@register("rope_attention", NOTEBOOK, time_limit=5.0)
+def check_rope_attention(func: Callable[..., object]) -> str:
+    """``func(queries, keys, values)``: causal attention with RoPE on queries and keys only."""
+    for i, shape in enumerate([(2, 3, 7, 8), (1, 1, 12, 16), (3, 2, 1, 4)]):
+        q, k, v = (randn(*shape, seed=840 + 3 * i + j) for j in range(3))
+        mask = causal_mask(shape[-2])
+        plain = (apply_rope(q), apply_rope(k), v)
+        expect_close(
+            call_pure(func, q, k, v),
+            rope_attention(q, k, v),
+            f"the context vectors for queries, keys and values of shape {shape}",
+            mistakes={
+                "rope_values": rope_attention(q, k, apply_rope(v)),
+                "rope_queries_only": _causal(apply_rope(q), k, v, mask),
+                "rope_keys_only": _causal(q, apply_rope(k), v, mask),
+                "rope_not_causal": _causal(*plain, None),
+            },
+        )
+    return "RoPE turns the queries and keys, the values stay as they are."
 
 
 def _induction_model(keep: tuple[int, ...]) -> TinyTransformer:

@@ -1,0 +1,78 @@
+"""RoPE (attn_course.positions): rotations of interleaved pairs, relative scores, the cache."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attn_course.attention import causal_mask
+from attn_course.positions import apply_rope, rope_angles, rope_attention, sinusoidal_positions
+
+
+def test_rope_rotates_each_interleaved_pair_by_position_times_frequency():
+    x = torch.randn(3, 8, dtype=torch.float64)  # 3 tokens, head_dim 8
+    got = apply_rope(x)
+    for m in range(3):
+        for i in range(4):
+            theta = m * 10000.0 ** (-2 * i / 8)
+            c, s = math.cos(theta), math.sin(theta)
+            x0, x1 = x[m, 2 * i].item(), x[m, 2 * i + 1].item()
+            assert got[m, 2 * i].item() == pytest.approx(x0 * c - x1 * s, abs=1e-6)
+            assert got[m, 2 * i + 1].item() == pytest.approx(x0 * s + x1 * c, abs=1e-6)
+
+
+def test_rope_keeps_norms_and_leaves_position_zero_alone():
+    x = torch.randn(2, 4, 16, 32)
+    rotated = apply_rope(x)
+    torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))
+    torch.testing.assert_close(rotated[..., 0, :], x[..., 0, :])
+    assert rotated.shape == x.shape and rotated.dtype == x.dtype
+
+
+def test_rope_score_depends_only_on_the_offset():
+    q, k = torch.randn(64, dtype=torch.float64), torch.randn(64, dtype=torch.float64)
+    queries = apply_rope(q.expand(20, 64))  # the same query content at positions 0..19
+    keys = apply_rope(k.expand(20, 64))
+    scores = queries @ keys.T  # (20, 20)
+    for offset in range(-19, 20):
+        diagonal = scores.diagonal(offset)
+        torch.testing.assert_close(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-5, rtol=0)
+    assert not torch.allclose(scores.diagonal(0)[0], scores.diagonal(-1)[0])
+
+
+def test_rope_start_continues_the_positions_as_a_kv_cache_needs():
+    x = torch.randn(1, 2, 10, 16)
+    whole = apply_rope(x)
+    tail = apply_rope(x[..., 6:, :], start=6)
+    torch.testing.assert_close(tail, whole[..., 6:, :])
+
+
+def test_rope_uses_the_sinusoidal_clocks():
+    angles = rope_angles(12, 16)
+    table = sinusoidal_positions(12, 16)
+    torch.testing.assert_close(table[:, 0::2], angles.sin())
+    torch.testing.assert_close(table[:, 1::2], angles.cos())
+
+
+def test_rope_base_changes_the_frequencies():
+    x = torch.randn(5, 8)
+    assert not torch.allclose(apply_rope(x, base=100.0), apply_rope(x))
+    torch.testing.assert_close(rope_angles(5, 8, base=100.0)[:, 2], torch.arange(5.0) / 10.0)
+
+
+def test_rope_attention_rotates_queries_and_keys_not_values():
+    q, k, v = (torch.randn(2, 3, 7, 8) for _ in range(3))
+    scores = apply_rope(q) @ apply_rope(k).transpose(-2, -1) / 8**0.5
+    weights = torch.softmax(scores.masked_fill(causal_mask(7), -torch.inf), dim=-1)
+    torch.testing.assert_close(rope_attention(q, k, v), weights @ v)
+
+
+@pytest.mark.parametrize(
+    ("shape", "start", "words"),
+    [((4, 7), 0, "even"), ((7,), 0, "num_tokens, head_dim"), ((4, 8), -1, "start")],
+)
+def test_rope_rejects_bad_input_with_a_sentence(shape, start, words):
+    with pytest.raises(ValueError, match=words):
+        apply_rope(torch.zeros(shape), start=start)

@@ -16,6 +16,7 @@ import math
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -176,6 +177,7 @@ def train_lm(
     checkpoint: str | Path | None = None,
     resume: bool = False,
     device: str = "cpu",
+    on_eval: Callable[[int, GPTModel], None] | None = None,
 ) -> TrainResult:
     """Train a fresh ``GPTModel`` on the training plays (or continue from ``checkpoint``).
 
@@ -185,6 +187,7 @@ def train_lm(
         checkpoint: a file written every ``eval_every`` steps and at the end.
         resume: continue from ``checkpoint`` (its settings win over ``cfg``).
         device: "cpu", "cuda" or "mps".
+        on_eval: called as ``on_eval(step, model)`` after each evaluation (model in train mode).
 
     Returns:
         A ``TrainResult``: the model (eval mode, on the CPU), the curve, the seconds taken.
@@ -237,6 +240,8 @@ def train_lm(
             point = (done, sum(running) / len(running), _eval_loss(model, eval_windows))
             curve.append(point)
             running = []
+            if on_eval is not None:  # e.g. lecture 11's samples while it trains
+                on_eval(done, model)
             if checkpoint is not None:
                 state = _checkpoint_state(model, optimizer, gen, cfg, done, curve)
                 torch.save(state, checkpoint)

@@ -15,6 +15,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .generation import GPTModel
+from .lm import pretrained_lm, tokenizer
 from .lm_views import LineCanvas, LineSettings, describe, read_line, unknown_settings
 from .model_views import figure_svg
 from .widgets import LABEL, Explorer, _starting_settings, slider
@@ -25,8 +26,6 @@ __all__ = ["LMExplorer", "lm_explorer", "shipped_model"]
 @cache
 def shipped_model() -> tuple[GPTModel, Any]:
     """The course's trained Shakespeare model and its character tokenizer (loaded once)."""
-    from .lm import pretrained_lm, tokenizer  # type: ignore[import-not-found]  # noqa: I001
-
     return pretrained_lm(), tokenizer()
 
 

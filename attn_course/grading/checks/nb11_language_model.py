@@ -7,9 +7,11 @@ import copy
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
+from typing import cast
 
 import torch
 
+from ...blocks import TransformerBlock
 from ...bpe import merge_step
 from ...corpus import load_corpus
 from ...generation import GPTModel
@@ -222,7 +224,7 @@ def _renumbered(model: GPTModel, seed: int) -> GPTModel:
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for block in model.trf_blocks:
-            att = block.att
+            att = cast(TransformerBlock, block).att
             order = torch.randperm(att.num_heads, generator=generator)
             rows = (order[:, None] * att.head_dim + torch.arange(att.head_dim)).flatten()
             for linear in (att.W_query, att.W_key, att.W_value):

@@ -23,6 +23,7 @@ from .head_scores import first_token_score, previous_token_score
 
 __all__ = [
     "target_score",
+    "two_back_score",
     "word_start_targets",
     "line_start_targets",
     "speaker_targets",
@@ -57,6 +58,16 @@ def target_score(attn_weights: torch.Tensor, targets: torch.Tensor) -> torch.Ten
         raise ValueError("no character of the text has a target for this score.")
     weight = (attn_weights * targets).sum(dim=-1)  # (b, num_heads, num_tokens)
     return weight[:, :, rows].mean(dim=(0, 2))
+
+
+def two_back_score(attn_weights: torch.Tensor) -> torch.Tensor:
+    """Mean weight from query t to key t - 2, over rows t = 2 .. num_tokens - 1."""
+    if attn_weights.ndim != 4 or attn_weights.shape[-1] < 3:
+        raise ValueError(
+            "expected attention weights (b, num_heads, num_tokens, num_tokens) with at least "
+            f"3 tokens, got {tuple(attn_weights.shape)}."
+        )
+    return attn_weights.diagonal(offset=-2, dim1=-2, dim2=-1).mean(dim=(0, 2))
 
 
 def _anchored(text: str, breaks: str, offset: int) -> torch.Tensor:
@@ -128,7 +139,14 @@ def repeat_targets(num_tokens: int, period: int) -> torch.Tensor:
     return targets
 
 
-TEXT_SCORES = ("previous character", "word start", "line start", "speaker name", "first token")
+TEXT_SCORES = (
+    "previous character",
+    "two back",
+    "word start",
+    "line start",
+    "speaker name",
+    "first token",
+)
 
 
 def text_head_scores(attn_weights: torch.Tensor, text: str) -> dict[str, torch.Tensor]:
@@ -157,6 +175,8 @@ def text_head_scores(attn_weights: torch.Tensor, text: str) -> dict[str, torch.T
     def score(name: str, w: torch.Tensor) -> torch.Tensor:
         if name == "previous character":
             return previous_token_score(w)
+        if name == "two back":
+            return two_back_score(w)
         if name == "first token":
             return first_token_score(w)
         if not targets[name].any():

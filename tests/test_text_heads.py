@@ -57,6 +57,14 @@ def test_a_head_that_looks_at_the_word_start_scores_one():
     assert scores["previous character"].item() < 0.6
 
 
+def test_a_two_back_head():
+    w = pattern([0, 0] + list(range(len(TEXT) - 2)))
+    scores = th.text_head_scores(w[None], TEXT)
+    assert scores["two back"].item() == 1.0 and scores["previous character"].item() < 0.1
+    with pytest.raises(ValueError, match="at least 3 tokens"):
+        th.two_back_score(torch.ones(1, 1, 2, 2))
+
+
 def test_previous_character_head_scores_zero_on_word_start():
     w = pattern([0] + list(range(len(TEXT) - 1)))
     scores = th.text_head_scores(w[None], TEXT)

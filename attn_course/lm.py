@@ -187,7 +187,7 @@ def train_lm(
         checkpoint: a file written every ``eval_every`` steps and at the end.
         resume: continue from ``checkpoint`` (its settings win over ``cfg``).
         device: "cpu", "cuda" or "mps".
-        on_eval: called as ``on_eval(step, model)`` after each evaluation (model in train mode).
+        on_eval: called as ``on_eval(step, model)`` after each evaluation (e.g. to sample).
 
     Returns:
         A ``TrainResult``: the model (eval mode, on the CPU), the curve, the seconds taken.
@@ -240,14 +240,16 @@ def train_lm(
             point = (done, sum(running) / len(running), _eval_loss(model, eval_windows))
             curve.append(point)
             running = []
-            if on_eval is not None:  # e.g. lecture 11's samples while it trains
-                on_eval(done, model)
             if checkpoint is not None:
                 state = _checkpoint_state(model, optimizer, gen, cfg, done, curve)
                 torch.save(state, checkpoint)
             if progress is not None:
                 text = f"train {point[1]:.3f} held-out {point[2]:.3f} nats/char"
                 _bar(progress, done, cfg.steps, start, first, text)
+            if on_eval is not None:
+                model.eval()
+                on_eval(done, model)
+                model.train()
         elif progress is not None and progress.isatty() and done % 10 == 0:
             _bar(progress, done, cfg.steps, start, first, f"train {loss.item():.3f}", "\r")
     model = model.cpu().eval()

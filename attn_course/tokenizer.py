@@ -54,9 +54,8 @@ class CharTokenizer:
         unknown = sorted(set(text) - self._ids.keys())
         if unknown:
             raise ValueError(
-                f"the model does not know the character(s) {''.join(unknown)!r} "
-                f"({', '.join(repr(c) for c in unknown)}); it reads only these "
-                f"{self.vocab_size}: {self.charset!r}."
+                f"the model does not know the character(s) {', '.join(map(repr, unknown))}; "
+                f"it reads only these {self.vocab_size}: {self.charset!r}."
             )
         return [self._ids[ch] for ch in text]
 

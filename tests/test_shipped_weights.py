@@ -15,10 +15,12 @@ from attn_course.training import evaluate, pretrained
 WEIGHTS = resources.files("attn_course") / "weights"
 
 
-def test_one_small_file_per_task():
+def test_one_small_file_per_task_and_the_language_model():
     files = {p.name: p for p in WEIGHTS.iterdir() if p.name.endswith(".pt")}
-    assert set(files) == {f"{name}.pt" for name in TASKS}
+    assert set(files) == {f"{name}.pt" for name in TASKS} | {"shakespeare.pt"}
+    lm = files.pop("shakespeare.pt")
     assert sum(p.stat().st_size for p in files.values()) <= 2 * 1024 * 1024
+    assert lm.stat().st_size <= 5 * 1000 * 1000
 
 
 def test_files_hold_only_tensors_and_plain_values():

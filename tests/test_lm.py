@@ -1,0 +1,204 @@
+"""The Shakespeare language model's pieces: tokens, config, schedule, resume, GQA pooling."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_course.__main__ import main
+from attn_course.blocks import BlockConfig, count_parameters
+from attn_course.corpus import load_corpus
+from attn_course.generation import GPTConfig, GPTModel
+from attn_course.lm import (
+    LM_CONFIGS,
+    LMTrainConfig,
+    evaluate_text,
+    pool_kv_heads,
+    real_word_fraction,
+    resolve_device,
+    tokenizer,
+    train_lm,
+)
+from attn_course.tokenizer import CharTokenizer
+
+TINY = LMTrainConfig(
+    d_model=16, num_heads=2, num_layers=1, context_length=16, steps=6, batch_size=4,
+    warmup=2, eval_every=3, eval_windows=4, autocast=False,
+)  # fmt: skip
+
+
+def test_tokenizer_round_trip_on_the_corpus_charset():
+    tok = tokenizer()
+    assert tok.vocab_size == len(load_corpus().charset) == 75
+    text = "ROMEO:\nBut, soft! what light through yonder window breaks?\n"
+    assert tok.decode(tok.encode(text)) == text
+    assert tok.decode(tok.encode_tensor(text)) == text
+
+
+def test_unknown_characters_get_a_value_error_naming_them_and_the_set():
+    tok = tokenizer()
+    with pytest.raises(ValueError, match=r"character\(s\) '\{', '\}', 'é'; ") as err:
+        tok.encode("Café {x}")
+    assert not isinstance(err.value, KeyError)
+    assert "it reads only these 75" in str(err.value) and "abcdefghijklmnopqrstuvwxyz" in str(
+        err.value
+    )
+    with pytest.raises(ValueError, match="empty"):
+        tok.encode("")
+    with pytest.raises(ValueError, match="0..74"):
+        tok.decode([75])
+
+
+def test_a_long_prompt_is_cut_from_the_left_and_the_cut_is_said():
+    tok = CharTokenizer("abc ")
+    prompt = tok.encode_prompt("abc abc", context_length=4)
+    assert tok.decode(prompt.ids) == " abc" and prompt.num_cut == 3
+    assert prompt.note == (
+        "The prompt is longer than the model's context of 4 characters: its first 3 "
+        "characters ('abc') were cut."
+    )
+    assert tok.encode_prompt("abc", context_length=4).note == ""
+
+
+def test_gpt_config_from_llms_from_scratch():
+    gpt_config_124m = {
+        "vocab_size": 50257,
+        "context_length": 1024,
+        "emb_dim": 768,
+        "n_heads": 12,
+        "n_layers": 12,
+        "drop_rate": 0.1,
+        "qkv_bias": False,
+    }
+    cfg = GPTConfig.from_llms_from_scratch(gpt_config_124m)
+    assert (cfg.d_model, cfg.num_heads, cfg.num_layers, cfg.dropout) == (768, 12, 12, 0.1)
+    with torch.device("meta"):
+        model = GPTModel(cfg)
+    # LLMs-from-scratch's chapter 4: 163,009,536 parameters with an untied output head
+    assert count_parameters(model) == 163_009_536
+    with pytest.raises(ValueError, match=r"unknown LLMs-from-scratch keys \['n_embd'\]"):
+        GPTConfig.from_llms_from_scratch({**gpt_config_124m, "n_embd": 768})
+
+
+def test_block_config_and_vocab_size_build_the_same_gpt_config():
+    block = BlockConfig(d_model=16, context_length=8, num_heads=2, num_layers=2)
+    model = GPTModel(block, 30, num_kv_groups=1)
+    assert model.cfg == GPTConfig(
+        d_model=16, context_length=8, num_heads=2, num_layers=2, vocab_size=30, num_kv_groups=1
+    )
+    with pytest.raises(ValueError, match="needs vocab_size"):
+        GPTModel(block)
+    with pytest.raises(ValueError, match="pass it alone"):
+        GPTModel(model.cfg, 30)
+    with pytest.raises(ValueError, match="num_kv_groups=3"):
+        GPTConfig(num_heads=4, d_model=16, num_kv_groups=3)
+
+
+def test_learning_rate_warms_up_then_decays_to_min_lr():
+    cfg = LMTrainConfig(steps=1000, lr=4e-3, min_lr=4e-4, warmup=100)
+    assert cfg.learning_rate(0) == pytest.approx(4e-5)
+    assert cfg.learning_rate(99) == pytest.approx(4e-3)
+    assert cfg.learning_rate(550) == pytest.approx((4e-3 + 4e-4) / 2)  # half-way down the cosine
+    assert cfg.learning_rate(1000) == pytest.approx(4e-4)
+    rates = [cfg.learning_rate(s) for s in range(100, 1001)]
+    assert all(a >= b for a, b in zip(rates, rates[1:], strict=False))
+
+
+class _StopAfter(io.StringIO):
+    """A progress stream that raises KeyboardInterrupt after ``n`` lines: an interrupted run."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = n
+
+    def write(self, s: str) -> int:
+        if s.endswith("\n"):
+            self.n -= 1
+            if self.n < 0:
+                raise KeyboardInterrupt
+        return super().write(s)
+
+
+def test_an_interrupted_run_resumes_to_the_same_model(tmp_path):
+    straight = train_lm(TINY)
+    checkpoint = tmp_path / "ckpt.pt"
+    with pytest.raises(KeyboardInterrupt):
+        train_lm(TINY, progress=_StopAfter(0), checkpoint=checkpoint)  # stops after step 3
+    assert torch.load(checkpoint, weights_only=True)["step"] == 3
+    log = io.StringIO()
+    resumed = train_lm(TINY, progress=log, checkpoint=checkpoint, resume=True)
+    assert "resuming from" in log.getvalue() and "at step 3/6" in log.getvalue()
+    for name, value in straight.model.state_dict().items():
+        assert torch.equal(value, resumed.model.state_dict()[name]), name
+    assert resumed.curve == straight.curve and [s for s, _, _ in resumed.curve] == [3, 6]
+    with pytest.raises(ValueError, match="existing checkpoint"):
+        train_lm(TINY, checkpoint=tmp_path / "missing.pt", resume=True)
+
+
+def test_absent_device_is_a_clear_error(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="no cuda device"):
+        resolve_device("cuda")
+    with pytest.raises(SystemExit):
+        main(["train", "shakespeare", "--device", "cuda"])
+    assert "no cuda device that torch can use" in capsys.readouterr().err
+
+
+def test_configs_have_the_corpus_vocabulary_and_fit_their_context():
+    for cfg in LM_CONFIGS.values():
+        assert cfg.model_config(tokenizer().vocab_size).vocab_size == 75
+        assert cfg.d_model % cfg.num_heads == 0 and cfg.warmup < cfg.steps
+
+
+def _model(seed: int = 0) -> GPTModel:
+    torch.manual_seed(seed)
+    cfg = GPTConfig(d_model=16, context_length=32, num_heads=4, num_layers=2, vocab_size=75)
+    return GPTModel(cfg).eval()
+
+
+def test_evaluate_text_is_the_mean_cross_entropy_per_character():
+    model, tok = _model(), tokenizer()
+    text = "KING:\nWhat say you?\n"  # shorter than the context: one window
+    ids = tok.encode_tensor(text)
+    expected = F.cross_entropy(model(ids[None, :-1])[0], ids[1:]).item()
+    assert evaluate_text(model, text) == pytest.approx(expected, rel=1e-5)
+    long_text = text * 5  # 100 characters: 4 windows of 32 predictions (and 3)
+    assert 0 < evaluate_text(model, long_text) < 2 * math.log(75)
+    with pytest.raises(ValueError, match="'é'"):
+        evaluate_text(model, "Café")
+    with pytest.raises(ValueError, match="at least 2 characters"):
+        evaluate_text(model, "A")
+
+
+def test_pooling_heads_that_are_equal_within_a_group_changes_nothing():
+    model = _model(1)
+    with torch.no_grad():  # make heads 0, 1 (and 2, 3) read the same keys and values
+        for block in model.trf_blocks:
+            for linear in (block.att.W_key, block.att.W_value):
+                heads = linear.weight.view(4, 4, 16)  # (num_heads, head_dim, d_in)
+                heads[1], heads[3] = heads[0], heads[2]
+    pooled = pool_kv_heads(model, 2)
+    assert pooled.trf_blocks[0].att.W_key.weight.shape == (8, 16)  # 2 groups x head_dim 4
+    ids = torch.randint(0, 75, (2, 20))
+    torch.testing.assert_close(pooled(ids), model(ids))
+    assert not torch.allclose(pool_kv_heads(_model(2), 1)(ids), _model(2)(ids), atol=1e-3)
+
+
+def test_pooling_averages_the_groups_key_weights():
+    model = _model(3)
+    pooled = pool_kv_heads(model, 1)
+    heads = model.trf_blocks[1].att.W_value.weight.view(4, 4, 16)
+    torch.testing.assert_close(pooled.trf_blocks[1].att.W_value.weight, heads.mean(dim=0))
+    with pytest.raises(ValueError, match="num_kv_groups=3"):
+        pool_kv_heads(model, 3)
+
+
+def test_real_word_fraction():
+    assert real_word_fraction("The king's horse, my lord!") == 1.0
+    assert real_word_fraction("the zqxv bover") == pytest.approx(1 / 3)
+    assert real_word_fraction("...") == 0.0

@@ -1,0 +1,45 @@
+"""The shipped Shakespeare model: safe to load, small, and it has learned the held-out plays."""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+import pytest
+import torch
+
+from attn_course.__main__ import main
+from attn_course.corpus import load_corpus
+from attn_course.lm import evaluate_text, pretrained_lm
+
+WEIGHTS = resources.files("attn_course") / "weights" / "shakespeare.pt"
+
+
+def test_file_holds_only_tensors_and_plain_values():
+    with resources.as_file(WEIGHTS) as path:
+        saved = torch.load(path, weights_only=True)  # refuses pickled code
+    assert set(saved) == {"config", "state_dict"}
+    assert saved["config"]["vocab_size"] == len(load_corpus().charset)
+    assert all(v.dtype == torch.bfloat16 for v in saved["state_dict"].values())
+
+
+@pytest.mark.slow  # runs the model over 30,000 characters (a few seconds)
+def test_held_out_loss_on_a_sample_of_the_held_out_plays():
+    held_out = load_corpus().held_out_text
+    sample = held_out[100_000:130_000]  # from the middle of the 3 held-out plays
+    loss = evaluate_text(pretrained_lm(), sample)
+    assert loss <= 1.65  # chance (uniform over 75 characters) is ln 75 = 4.32
+    assert loss < 0.4 * math.log(75)
+
+
+def test_evaluate_command(tmp_path, capsys):
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("KING:\nGood morrow, my lord; what news from France?\n")
+    bad.write_text("Café au lait\n")
+    assert main(["evaluate", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{good}: ") and "nats per character" in out
+    loss = float(out.split(": ")[1].split()[0])
+    assert 0.5 < loss < 2.5
+    assert main(["evaluate", str(bad)]) == 1
+    assert "does not know the character(s) 'é'" in capsys.readouterr().err

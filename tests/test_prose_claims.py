@@ -21,6 +21,27 @@ WINDOW = 3
 #  regex over a nearby cell's text output whose group 1 is the printed number)
 CLAIMS = [
     (
+        "11_language_model",
+        "the final losses must agree within\n0.15 nats",
+        "0.15",
+        2,
+        r"ends within ([\d.]+) nats of the stored run: True",
+    ),
+    (
+        "11_language_model",
+        "300 steps of AdamW",
+        "300",
+        0,
+        r"context \d+, (\d+) steps of batch",
+    ),
+    (
+        "11_language_model",
+        "right for about 0.5% of the characters",
+        "0.5",
+        1,
+        r"copying would be right for ([\d.]+)%",
+    ),
+    (
         "00_numpy_attention",
         "most similar to itself (1.495)",
         "1.495",

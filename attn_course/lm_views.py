@@ -18,11 +18,10 @@ import numpy as np
 import torch
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.transforms import offset_copy
 
 from .blocks import TransformerBlock
 from .generation import GPTModel
-from .model_views import CMAP
+from .model_views import CMAP, LabelledHeatmap
 from .text_heads import text_head_scores
 
 __all__ = [
@@ -212,23 +211,14 @@ class LineCanvas:
     def __init__(self, fig: Figure):
         fig.set_size_inches(9.0, 6.4)
         self.fig = fig
-        self.ax = fig.add_axes((0.07, 0.1, 0.56, 0.787))  # a 5-inch square
-        self.image = self.ax.imshow(np.zeros((2, 2)), cmap=CMAP, norm=Normalize(0, 1))
-        self.ax.set_axis_off()
+        self.heatmap = LabelledHeatmap(fig, (0.07, 0.1, 0.56, 0.787), MAX_CHARS)  # 5 inches
         self.title = fig.text(0.35, 0.975, "", ha="center", va="top", fontsize=12)
         fig.text(0.35, 0.01, "keys (characters read)", ha="center", va="bottom", fontsize=10)
         fig.text(0.01, 0.5, "queries", rotation=90, va="center", fontsize=10)
-        pad = 2 / 72  # inches between the cells and the labels
-
-        def texts(dx: float, dy: float, **kwargs) -> list:
-            offset = offset_copy(self.ax.transData, fig=fig, x=dx, y=dy, units="inches")
-            return [self.ax.text(0, 0, "", transform=offset, visible=False, **kwargs)
-                    for _ in range(MAX_CHARS)]  # fmt: skip
-
-        self.keys = texts(0, -pad, ha="center", va="top")
-        self.queries = texts(-pad, 0, ha="right", va="center")
+        self.keys = self.heatmap.texts(0, -1, ha="center", va="top")
+        self.queries = self.heatmap.texts(-1, 0, ha="right", va="center")
         cax = fig.add_axes((0.645, 0.3, 0.012, 0.4))
-        fig.colorbar(self.image, cax=cax, label="attention weight")
+        fig.colorbar(self.heatmap.image, cax=cax, label="attention weight")
         self.bars_ax = fig.add_axes((0.77, 0.3, 0.2, 0.4))
         self.bars = self.bars_ax.barh(range(TOP), np.zeros(TOP), color=CMAP(0.6))
         self.bars_ax.set_xlim(0, 1)
@@ -248,10 +238,7 @@ class LineCanvas:
     def draw(self, view: LineView) -> Figure:
         """Show ``view``; returns the figure."""
         n = len(view.chars)
-        self.image.set_data(view.weights.numpy())
-        self.image.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
-        self.ax.set_xlim(-0.5, n - 0.5)
-        self.ax.set_ylim(n - 0.5, -0.5)
+        self.heatmap.show(view.weights)
         fontsize = 11 if n <= 24 else 8 if n <= 40 else 6
         for i in range(MAX_CHARS):
             shown = i < n

@@ -252,7 +252,11 @@ class LineCanvas:
             ch, p = view.predictions[i] if i < len(view.predictions) else ("", 0.0)
             bar.set_width(p)
             self.bar_labels[i].set_text(show_char(ch))
-            self.bar_values[i].set(text=f"{p:.2f}" if ch else "", position=(p + 0.02, i))
+            inside = p > 0.8  # a long bar holds its number, in white
+            self.bar_values[i].set(text=f"{p:.2f}" if ch else "",
+                                   position=(p - 0.02 if inside else p + 0.02, i),
+                                   ha="right" if inside else "left",
+                                   color="white" if inside else "black")  # fmt: skip
         s = view.settings
         self.title.set_text(f"layer {s.layer}, head {s.head}")
         return self.fig

@@ -12,13 +12,15 @@ then measures the shipped model now: the held-out loss on the 3 held-out plays (
 <= 1.65 nats per character), the real-word fraction of text sampled at temperature 0.8
 (target >= 85 %), and the weights file's size (target <= 5 MB). `--retrain-shakespeare`
 trains the default config again and times it (about 10 CPU-minutes); `--small` times the
-notebook's small config (target <= 60 s).
+notebook's small config (target <= 60 s); `--gqa` prints the held-out loss of the model with
+its key/value heads mean-pooled into fewer groups, before and after a short uptraining, next to
+the KV-cache bytes per token (about 2 CPU-minutes).
 
 The machine's load average is printed too: on a busy machine wall time includes waiting for
 a core.
 
 Run: .venv/bin/python benchmarks/bench_training.py [--threads N] [--shakespeare-only]
-     [--retrain-shakespeare] [--small] [TASK ...]
+     [--retrain-shakespeare] [--small] [--gqa] [TASK ...]
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ from pathlib import Path
 import torch
 
 from attn_course.lm import (
+    gqa_table,
     held_out_loss,
     pretrained_lm,
+    print_gqa_table,
     real_word_fraction,
     sample,
     train_lm,
@@ -75,7 +79,7 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
-def bench_shakespeare(retrain: bool, small: bool) -> None:
+def bench_shakespeare(retrain: bool, small: bool, gqa: bool) -> None:
     record = json.loads(RUN_RECORD.read_text())
     print(f"\nshakespeare, the recorded run: {record['command']}")
     print(f"  config {record['config']}")
@@ -83,6 +87,7 @@ def bench_shakespeare(retrain: bool, small: bool) -> None:
         f"  {record['threads']} thread(s); load average {record['load_before']} before, "
         f"{record['load_after']} after"
     )
+    print(f"  {record['threads_note']}")
     wall_min, cpu_min = record["wall_s"] / 60, record["cpu_s"] / 60
     print(
         f"  wall {wall_min:.1f} min, CPU {cpu_min:.1f} min (a quiet core: wall ~ CPU); "
@@ -117,6 +122,12 @@ def bench_shakespeare(retrain: bool, small: bool) -> None:
         "  sample (seed 0):\n    " + sample(model, PROMPTS[0], 200, 0.8, 0).replace("\n", "\n    ")
     )
 
+    if gqa:
+        print(
+            "\n  grouped-query attention by mean-pooling key/value heads (100,000 held-out chars):"
+        )
+        print_gqa_table(gqa_table(model))
+
     for name, wanted in (("default", retrain), ("small", small)):
         if not wanted:
             continue
@@ -142,7 +153,7 @@ def main(argv: list[str]) -> None:
     print(f"load average before: {load()}")
     if "--shakespeare-only" not in flags:
         bench_tasks(names)
-    bench_shakespeare("--retrain-shakespeare" in flags, "--small" in flags)
+    bench_shakespeare("--retrain-shakespeare" in flags, "--small" in flags, "--gqa" in flags)
     print(f"load average after: {load()}")
 
 

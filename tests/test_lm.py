@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -139,6 +140,12 @@ def test_an_interrupted_run_resumes_to_the_same_model(tmp_path):
         train_lm(TINY, checkpoint=tmp_path / "missing.pt", resume=True)
 
 
+def test_resume_without_a_checkpoint_file_is_refused(capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main(["train", "shakespeare", "--resume", "--checkpoint", str(tmp_path / "none.pt")])
+    assert "--resume continues from --checkpoint FILE" in capsys.readouterr().err
+
+
 def test_absent_device_is_a_clear_error(capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
@@ -202,3 +209,14 @@ def test_real_word_fraction():
     assert real_word_fraction("The king's horse, my lord!") == 1.0
     assert real_word_fraction("the zqxv bover") == pytest.approx(1 / 3)
     assert real_word_fraction("...") == 0.0
+
+
+def test_training_can_start_from_given_weights_such_as_a_pooled_model():
+    pooled = pool_kv_heads(_model(4), 2)
+    frozen = replace(TINY, context_length=32, lr=0.0, min_lr=0.0)  # zero steps' worth of change
+    result = train_lm(frozen, init=pooled)
+    assert result.model.cfg.num_kv_groups == 2 and result.model.cfg.d_model == 16
+    for name, value in pooled.state_dict().items():
+        assert torch.equal(value, result.model.state_dict()[name]), name
+    moved = train_lm(replace(TINY, context_length=32), init=pooled).model
+    assert not torch.equal(moved.out_head.weight, pooled.out_head.weight)

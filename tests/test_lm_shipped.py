@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
+import re
 from importlib import resources
 
 import pytest
 import torch
+from conftest import ROOT
 
 from attn_course.__main__ import main
+from attn_course.blocks import count_parameters
 from attn_course.corpus import load_corpus
-from attn_course.lm import evaluate_text, pretrained_lm
+from attn_course.lm import evaluate_text, held_out_loss, pretrained_lm
 
 WEIGHTS = resources.files("attn_course") / "weights" / "shakespeare.pt"
 
@@ -43,3 +46,14 @@ def test_evaluate_command(tmp_path, capsys):
     assert 0.5 < loss < 2.5
     assert main(["evaluate", str(bad)]) == 1
     assert "does not know the character(s) 'é'" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # the whole held-out text: about 25 CPU-seconds
+def test_readme_figures_are_the_shipped_models():
+    readme = (ROOT / "README.md").read_text()
+    params = re.search(r"context, ([\d.]+) M parameters\)", readme)
+    loss = re.search(r"The shipped weights reach ([\d.]+) nats per\s+character", readme)
+    assert params and loss, "the README's language-model paragraph changed"
+    model = pretrained_lm()
+    assert round(count_parameters(model) / 1e6, 2) == float(params.group(1))
+    assert round(held_out_loss(model), 2) == float(loss.group(1))

@@ -27,7 +27,7 @@ __all__ = ["LiveRun", "train_live", "stored_run", "SAMPLE_PROMPT", "SAMPLE_EVERY
 CONFIG = "small"
 SAMPLE_PROMPT = "ROMEO:\n"
 SAMPLE_CHARS = 100
-SAMPLE_EVERY = 50  # steps between two samples (a multiple of the config's eval_every)
+SAMPLE_EVERY = 100  # steps between two samples (a multiple of the config's eval_every)
 STORED = "live_run.json"
 
 

@@ -29,8 +29,8 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "300 steps of AdamW",
-        "300",
+        "500 steps of AdamW",
+        "500",
         0,
         r"context \d+, (\d+) steps of batch",
     ),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from attn_course.corpus import load_corpus
-from attn_course.generation_metrics import real_word_fraction, words
 from attn_course.live_training import SAMPLE_CHARS, SAMPLE_EVERY, stored_run, train_live
 from attn_course.lm import LM_CONFIGS
 
@@ -23,9 +23,8 @@ def test_the_stored_run_learns():
     first, last = run.curve[0], run.curve[-1]
     assert last[2] < first[2] - 0.5  # the held-out loss falls
     assert abs(last[1] - last[2]) < 0.1  # train and held-out stay together (the prose says so)
-    known = set(words(load_corpus().train_text))
-    samples = list(run.samples.values())
-    assert real_word_fraction(samples[-1], known) > real_word_fraction(samples[0], known)
+    # the samples learn the play's layout: speaker lines (NAME:) appear by the last sample
+    assert re.search(r"\n[A-Z ]+:\n", list(run.samples.values())[-1])
 
 
 @pytest.mark.slow  # trains for about half a minute

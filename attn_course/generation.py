@@ -3,8 +3,9 @@
 ``GPTModel`` is a GPT-2 style stack (token + position embeddings, ``TransformerBlock``s, a
 final norm, an output head) with the submodule names of LLMs-from-scratch, so a trained
 model's ``state_dict`` loads into it. Its sizes are one ``GPTConfig``: a ``BlockConfig`` plus
-``vocab_size`` and ``num_kv_groups``. ``generate`` picks the most likely next token (greedy)
-and can reuse the keys and values of earlier tokens from a ``KVCache``.
+``vocab_size`` and ``num_kv_groups``. ``generate`` appends tokens chosen greedily or sampled
+(``attn_course.sampling``) and can reuse the keys and values of earlier tokens from a
+``KVCache``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torch import nn
 from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
 from .blocks import BlockConfig, LayerNorm, TransformerBlock
 from .gqa import GroupedQueryAttention, repeat_kv, validate_kv_groups
+from .sampling import sample_next, validate_sampling
 
 __all__ = ["GPTConfig", "GPTModel", "KVCache", "attend_cached", "generate"]
 
@@ -194,30 +196,51 @@ class GPTModel(nn.Module):
 
 @torch.no_grad()
 def generate(
-    model: GPTModel, idx: torch.Tensor, max_new_tokens: int, use_cache: bool = True
+    model: GPTModel,
+    idx: torch.Tensor,
+    max_new_tokens: int,
+    use_cache: bool = True,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Greedy generation: append the most likely token ``max_new_tokens`` times.
+    """Append ``max_new_tokens`` tokens, each chosen by ``sample_next`` from the model's logits.
+
+    The model reads at most ``context_length`` tokens (its position embeddings end there): a
+    longer prompt is cut from the left, and when the window is full it restarts on its last
+    ``context_length // 2`` tokens (with a fresh cache), the same way with and without cache.
 
     Args:
         model: a ``GPTModel`` (put it in eval mode first).
         idx: the prompt's token ids, (b, num_tokens).
         max_new_tokens: how many tokens to append.
         use_cache: keep the keys and values in a ``KVCache`` and feed only the newest token;
-            without it the whole sequence goes through the model at every step.
+            without it the whole window goes through the model at every step.
+        temperature, top_k, top_p: the sampling settings of ``sample_next``; the default
+            ``temperature=0`` is greedy: the most likely token every time.
+        generator: the random numbers of the draws (a seeded ``torch.Generator``).
 
     Returns:
         ``(tokens, logits)``: (b, num_tokens + max_new_tokens) ids and the (b,
-        max_new_tokens, vocab_size) logits each new token was picked from.
+        max_new_tokens, vocab_size) logits each new token was chosen from.
     """
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens={max_new_tokens} must be at least 1.")
+    validate_sampling(temperature, top_k, top_p)
+    context = model.cfg.context_length
+    start = max(0, idx.shape[1] - context)  # the model reads the tokens from start on
     cache = KVCache(len(model.trf_blocks)) if use_cache else None
-    new_input, steps = idx, []
+    new_input, steps = idx[:, start:], []
     for _ in range(max_new_tokens):
-        logits = model(new_input, cache) if use_cache else model(idx)  # (b, *, vocab_size)
+        logits = model(new_input, cache) if use_cache else model(idx[:, start:])
         logits = logits[:, -1]  # (b, vocab_size): the prediction after the last token
-        next_token = logits.argmax(dim=-1, keepdim=True)  # (b, 1)
+        next_token = sample_next(logits, temperature, top_k, top_p, generator)  # (b, 1)
         idx = torch.cat([idx, next_token], dim=1)  # (b, num_tokens + 1)
         new_input = next_token
+        if idx.shape[1] - start > context:  # the window is full: restart on its last half
+            start = idx.shape[1] - context // 2
+            cache = KVCache(len(model.trf_blocks)) if use_cache else None
+            new_input = idx[:, start:]
         steps.append(logits)
     return idx, torch.stack(steps, dim=1)

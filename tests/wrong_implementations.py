@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_course import attention, blocks, foundations, numpy_attention, tiled
+from attn_course import attention, blocks, foundations, numpy_attention, sampling, tiled
 from attn_course.attention import merge_heads, split_heads
 
 
@@ -905,6 +905,86 @@ def _sdpa_with(mistake: str):
     return partial(sdpa, mistake=mistake)
 
 
+# --- notebook 11: sampling, BPE, loss, perplexity, written as a learner would -----------------
+
+
+def sample_probs(logits, temperature=1.0, top_k=None, top_p=None, mistake=None):
+    """A learner's sampling_probabilities (sort-based top-p) with ``mistake`` built in."""
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).float()
+    if mistake != "temperature after softmax":
+        logits = logits / temperature
+    if top_k is not None:
+        values, indices = logits.topk(top_k, dim=-1)
+        if mistake == "top-k by position":
+            logits = torch.full_like(logits, -torch.inf).scatter(-1, indices, values)
+        elif mistake == "top-k strict":
+            logits = logits.masked_fill(logits <= values[..., -1:], -torch.inf)  # drops the k-th
+        else:
+            logits = logits.masked_fill(logits < values[..., -1:], -torch.inf)
+    if top_p is not None:
+        probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+        before = probs.cumsum(dim=-1) - probs  # mass of the more likely tokens
+        if mistake == "top-p too few":
+            drop = before + probs >= top_p  # drops the token that crosses p
+        elif mistake == "top-p too many":
+            drop = before - probs.roll(1, dims=-1) >= top_p  # one more past p
+            drop[..., 0] = False
+        else:
+            drop = before >= top_p
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), -torch.inf)
+    probs = torch.softmax(logits, dim=0 if mistake == "softmax axis" else -1)
+    return probs / temperature if mistake == "temperature after softmax" else probs
+
+
+def bpe_step(tokens, mistake=None):
+    """A learner's merge step: count neighbouring pairs, merge the most frequent one."""
+    counts = {}
+    for pair in zip(tokens, tokens[1:], strict=False):
+        counts[pair] = counts.get(pair, 0) + 1
+    if mistake == "tie last":
+        pair = max(counts, key=lambda p: (counts[p], p))
+    else:
+        pair = min(counts, key=lambda p: (-counts[p], p))
+    merged, i = [], 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
+            merged.append(tokens[i] + tokens[i + 1])
+            i += 2 if mistake != "overlapping" else 1
+        else:
+            merged.append(tokens[i])
+            i += 1
+    return pair, merged
+
+
+def token_loss(logits, targets, mistake=None):
+    probs = torch.softmax(logits, dim=0 if mistake == "axis" else -1)
+    picked = probs[torch.arange(len(targets)), targets]
+    if mistake == "no log":
+        return -picked
+    return -torch.log2(picked) if mistake == "bits" else -torch.log(picked)
+
+
+def previous_char_head(model, ids, mistake=None):
+    """A learner's search for the previous-character head of a GPTModel."""
+    model(ids)
+    scores = torch.stack([
+        block.att.attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+        for block in model.trf_blocks
+    ])  # (num_layers, num_heads)  # fmt: skip
+    flat = int(scores.argmin() if mistake == "lowest" else scores.argmax())
+    layer, head = divmod(flat, scores.shape[1])
+    return (layer + 1, head + 1) if mistake == "one-based" else (layer, head)
+
+
+NB11_REFERENCE = {  # the right answers of notebook 11, for tests/test_checks.py
+    "sampling_probabilities": sampling.sampling_probabilities,
+    "bpe_merge_step": bpe_step,
+    "per_token_loss": token_loss,
+    "perplexity": lambda losses: losses.mean().exp().item(),
+    "find_previous_char_head": previous_char_head,
+}
+
 WRONG: list[Wrong] = [
     Wrong("sdpa no scale", "scaled_dot_product_attention", _sdpa_with("no_scale"), ("sqrt",)),
     Wrong(
@@ -1224,7 +1304,34 @@ WRONG: list[Wrong] = [
     ),
     Wrong("tiled per-head matrix", "tiled_attention", tiled_per_head_matrix, ("full",)),
     Wrong("tiled full mask", "tiled_attention", tiled_full_mask, ("mask inside the tile",)),
-]
+    # notebook 11
+    Wrong("sampling softmax axis", "sampling_probabilities",
+          partial(sample_probs, mistake="softmax axis"), ("wrong axis",)),
+    Wrong("temperature after softmax", "sampling_probabilities",
+          partial(sample_probs, mistake="temperature after softmax"), ("after the softmax",)),
+    Wrong("top-p one too few", "sampling_probabilities",
+          partial(sample_probs, mistake="top-p too few"), ("one token too few",)),
+    Wrong("top-p one too many", "sampling_probabilities",
+          partial(sample_probs, mistake="top-p too many"), ("one token too many",)),
+    Wrong("top-k ties by position", "sampling_probabilities",
+          partial(sample_probs, mistake="top-k by position"), ("ties", "position")),
+    Wrong("top-k ties dropped", "sampling_probabilities",
+          partial(sample_probs, mistake="top-k strict"), ("tie",)),
+    Wrong("bpe tie last", "bpe_merge_step", partial(bpe_step, mistake="tie last"), ("first",)),
+    Wrong("bpe overlapping", "bpe_merge_step", partial(bpe_step, mistake="overlapping"),
+          ("expected",)),
+    Wrong("loss without log", "per_token_loss", partial(token_loss, mistake="no log"), ("-log",)),
+    Wrong("loss in bits", "per_token_loss", partial(token_loss, mistake="bits"), ("nats",)),
+    Wrong("loss axis", "per_token_loss", partial(token_loss, mistake="axis"), ("wrong axis",)),
+    Wrong("perplexity mean of exp", "perplexity", lambda losses: losses.exp().mean().item(),
+          ("MEAN loss",)),
+    Wrong("perplexity base 2", "perplexity", lambda losses: 2 ** losses.mean().item(),
+          ("nats",)),
+    Wrong("previous-character head one-based", "find_previous_char_head",
+          partial(previous_char_head, mistake="one-based"), ("from 0",)),
+    Wrong("previous-character head lowest", "find_previous_char_head",
+          partial(previous_char_head, mistake="lowest"), ("lowest",)),
+]  # fmt: skip
 
 NOT_IN_NUMPY_HINTS = ("dim=-1", "masked_fill", "torch.")  # torch words
 
@@ -1295,4 +1402,7 @@ CORRECT: list[tuple[str, str, object]] = [
     ("numpy softmax clipped", "numpy_softmax", numpy_softmax_clipped),
     ("causal forward reads a value", "causal_attention", CausalChecksItsInput),
     ("causal mask .to(x.device)", "causal_attention", CausalMaskMovedToInput),
+    ("sampling sort-based top-p", "sampling_probabilities", sample_probs),
+    ("loss cross_entropy", "per_token_loss", partial(F.cross_entropy, reduction="none")),
+    ("perplexity tensor", "perplexity", lambda losses: losses.mean().exp()),
 ]

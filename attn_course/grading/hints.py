@@ -259,6 +259,56 @@ HINTS: dict[str, str] = {
     "tiled_top_left": "with fewer queries than keys, the queries are the LAST positions (as "
     "with a KV cache): query i sits at position num_keys - num_queries + i and sees the keys up "
     "to it. Yours treats query i as position i.",
+    # the language model (notebook 11)
+    "sampling_softmax_axis": "softmax over the wrong axis: each ROW (one position's logits "
+    "over the vocabulary) must sum to 1; use torch.softmax(logits, dim=-1).",
+    "sampling_temperature_after": "the temperature is applied after the softmax: divide the "
+    "LOGITS by the temperature, then take the softmax (probabilities divided by T no "
+    "longer sum to 1).",
+    "sampling_no_temperature": "the temperature changes nothing: divide the logits by it "
+    "BEFORE the softmax (dividing the probabilities and renormalising undoes it).",
+    "sampling_greedy": "temperature 0 means greedy: probability 1 on the most likely token "
+    "(logits / 0 gives inf and NaN). Handle temperature == 0 first.",
+    "top_k_ties_by_position": "top-k keeps exactly k tokens and breaks ties at the k-th "
+    "largest logit by position: a token's fate must depend on its logit only. Keep every "
+    "token whose logit is >= the k-th largest (logits.topk(k, dim=-1).values[..., -1:]).",
+    "top_k_ties_dropped": "top-k drops the tokens that TIE with the k-th largest logit: keep "
+    "the logits >= the k-th largest, not >.",
+    "top_p_one_too_few": "top-p keeps one token too few: keep the smallest set of most likely "
+    "tokens whose probabilities add up to AT LEAST p, so the token that crosses p stays.",
+    "top_p_one_too_many": "top-p keeps one token too many: stop at the first token that "
+    "brings the total to at least p (a token stays when the more likely tokens hold LESS "
+    "than p).",
+    "bpe_least_frequent": "you merged the LEAST frequent pair: BPE merges the pair of "
+    "neighbouring tokens that occurs most often.",
+    "bpe_tie_last": "between equally frequent pairs, take the one that sorts FIRST "
+    "(min over (-count, pair)), as learn_merges does, so that learning is deterministic.",
+    "bpe_right_to_left": "the merges go right to left: in 'a a a' the pair (a, a) merges "
+    "as 'aa a', scanning from the left, and occurrences never overlap.",
+    "bpe_first_only": "only the first occurrence is merged: replace EVERY occurrence of the "
+    "pair, left to right.",
+    "loss_no_log": "the loss is -probability: take -log of the target's probability "
+    "(torch.log_softmax(logits, dim=-1) picks it out stably).",
+    "loss_bits": "the loss is in bits (log base 2): the course measures in nats, the natural "
+    "log that cross_entropy uses.",
+    "loss_softmax_axis": "the softmax runs over the wrong axis: each position's logits over "
+    "the vocabulary (dim=-1) form one distribution.",
+    "loss_sign": "the sign is wrong: the loss is MINUS the log-probability, so it is "
+    "positive and lower is better.",
+    "perplexity_mean_of_exp": "that is the mean of exp(loss): perplexity is exp of the MEAN "
+    "loss (the geometric mean of 1/probability).",
+    "perplexity_exp_sum": "exp of the SUM grows with the length of the text: take exp of the "
+    "MEAN loss.",
+    "perplexity_base_2": "the losses are in nats, so the perplexity is e ** mean, not 2 ** mean.",
+    "perplexity_no_exp": "that is the mean loss itself: the perplexity is exp(mean loss).",
+    "prev_char_one_based": "layers and heads are numbered from 0, as model.trf_blocks[layer] "
+    "and the columns of the weights are.",
+    "prev_char_diagonal": "that head looks at the character ITSELF (the diagonal); the previous "
+    "character is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
+    "prev_char_lowest": "that is the head with the LOWEST previous-character score: take the "
+    "argmax.",
+    "prev_char_first_token": "that head puts its weight on the first character (key 0), the "
+    "sink; the previous character is key t - 1.",
 }
 
 NUMPY_HINTS: dict[str, str] = {

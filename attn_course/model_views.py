@@ -35,6 +35,7 @@ __all__ = [
     "describe",
     "figure_svg",
     "HeadCanvas",
+    "LabelledHeatmap",
 ]
 
 CMAP = plt.get_cmap("viridis")
@@ -190,6 +191,39 @@ def describe(view: ExplorerView) -> str:
     return text
 
 
+class LabelledHeatmap:
+    """A 0-1 heatmap of (n, n) weights whose labels are plain texts kept between redraws (an
+    explorer's canvas redraws by changing data and texts only).
+
+    Args:
+        fig: the Figure; rect: the axes' (left, bottom, width, height) in figure fractions;
+        max_labels: the most labels per row or column of texts.
+    """
+
+    PAD = 2 / 72  # inches between the cells and the labels
+
+    def __init__(self, fig: Figure, rect: tuple[float, float, float, float], max_labels: int):
+        self.fig, self.max_labels = fig, max_labels
+        self.ax = fig.add_axes(rect)
+        self.image = self.ax.imshow(np.zeros((2, 2)), cmap=CMAP, norm=Normalize(0, 1))
+        self.ax.set_axis_off()
+
+    def texts(self, dx: int, dy: int, **kwargs) -> list:
+        """``max_labels`` hidden texts placed at data points, shifted by ``dx``, ``dy`` pads."""
+        offset = offset_copy(self.ax.transData, fig=self.fig, x=dx * self.PAD, y=dy * self.PAD,
+                             units="inches")  # fmt: skip
+        return [self.ax.text(0, 0, "", transform=offset, visible=False, **kwargs)
+                for _ in range(self.max_labels)]  # fmt: skip
+
+    def show(self, weights: torch.Tensor) -> None:
+        """Draw (n, n) ``weights`` over cells 0 .. n - 1 (queries down, keys across)."""
+        n = weights.shape[-1]
+        self.image.set_data(weights.numpy())
+        self.image.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+        self.ax.set_xlim(-0.5, n - 0.5)
+        self.ax.set_ylim(n - 0.5, -0.5)
+
+
 class HeadCanvas:
     """The explorer's picture, kept between redraws: ``draw`` changes only the image data, the
     texts and their colours. The token labels are plain texts, not axis ticks, because ticks
@@ -203,25 +237,16 @@ class HeadCanvas:
     def __init__(self, fig: Figure, max_tokens: int = 32):
         fig.set_size_inches(6.8, 5.8)
         self.fig = fig
-        self.ax = fig.add_axes((0.11, 0.12, 0.647, 0.759))  # a 4.4-inch square
-        self.image = self.ax.imshow(np.zeros((2, 2)), cmap=CMAP, norm=Normalize(0, 1))
-        self.ax.set_axis_off()
+        self.heatmap = LabelledHeatmap(fig, (0.11, 0.12, 0.647, 0.759), max_tokens)  # 4.4 in
         self.title = fig.text(0.434, 0.97, "", ha="center", va="top", fontsize=11)
         fig.text(0.434, 0.015, "keys (token ids)", ha="center", va="bottom", fontsize=9)
         fig.text(0.03, 0.5, "queries", rotation=90, va="center", fontsize=9)
         fig.text(0.83, 0.5, "predicted next token", rotation=90, va="center", fontsize=9)
-        pad = 2 / 72  # inches between the cells and the labels
-
-        def texts(dx: float, dy: float, **kwargs) -> list:
-            offset = offset_copy(self.ax.transData, fig=fig, x=dx, y=dy, units="inches")
-            return [self.ax.text(0, 0, "", transform=offset, visible=False, **kwargs)
-                    for _ in range(max_tokens)]  # fmt: skip
-
-        self.keys = texts(0, -pad, rotation=90, ha="center", va="top")
-        self.queries = texts(-pad, 0, ha="right", va="center")
-        self.predicted = texts(pad, 0, ha="left", va="center")
+        self.keys = self.heatmap.texts(0, -1, rotation=90, ha="center", va="top")
+        self.queries = self.heatmap.texts(-1, 0, ha="right", va="center")
+        self.predicted = self.heatmap.texts(1, 0, ha="left", va="center")
         cax = fig.add_axes((0.89, 0.25, 0.02, 0.5))
-        fig.colorbar(self.image, cax=cax, label="attention weight")
+        fig.colorbar(self.heatmap.image, cax=cax, label="attention weight")
 
     def draw(self, view: ExplorerView) -> Figure:
         """Show ``view``: the chosen head's weights, each query's predicted next token on the
@@ -229,10 +254,7 @@ class HeadCanvas:
         n = len(view.tokens)
         if n > len(self.keys):
             raise ValueError(f"{n} tokens do not fit a canvas for {len(self.keys)}.")
-        self.image.set_data(view.weights.numpy())
-        self.image.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
-        self.ax.set_xlim(-0.5, n - 0.5)
-        self.ax.set_ylim(n - 0.5, -0.5)
+        self.heatmap.show(view.weights)
         fontsize = 8 if n <= 24 else 6.5
         for i in range(len(self.keys)):
             shown = i < n

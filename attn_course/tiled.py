@@ -90,8 +90,11 @@ def tiled_attention(
         queries: (..., num_queries, head_dim)
         keys: (..., num_keys, head_dim)
         values: (..., num_keys, d_v)
-        causal: query ``i`` sees keys ``0 .. i`` (as ``is_causal=True`` of
-            ``F.scaled_dot_product_attention``); key blocks wholly in the future are skipped.
+        causal: the queries are the LAST ``num_queries`` of the ``num_keys`` positions
+            (bottom-right alignment, as with a KV cache): query ``i`` sees keys
+            ``0 .. num_keys - num_queries + i``. With equal counts that is ``0 .. i``, as
+            ``is_causal=True`` of ``F.scaled_dot_product_attention`` (which aligns top-left
+            otherwise). Key blocks wholly in the future are skipped.
         block_size: queries and keys per tile.
 
     Returns:
@@ -100,6 +103,13 @@ def tiled_attention(
     if block_size < 1:
         raise ValueError(f"block_size={block_size} must be at least 1.")
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+    if causal and num_queries > num_keys:
+        raise ValueError(
+            f"causal=True with {num_queries} queries but only {num_keys} keys: the queries are "
+            f"the last positions, so the first {num_queries - num_keys} would see no key at all. "
+            "Pass at least as many keys as queries."
+        )
+    offset = num_keys - num_queries  # query i sits at position offset + i
     queries = queries / keys.shape[-1] ** 0.5  # scale once, not once per tile
     context = queries.new_empty(*queries.shape[:-1], values.shape[-1])  # (..., num_queries, d_v)
     for q_start in range(0, num_queries, block_size):
@@ -108,12 +118,12 @@ def tiled_attention(
         m = q_block.new_full((*q_block.shape[:-1], 1), -torch.inf)  # (..., block_q, 1)
         s = q_block.new_zeros(m.shape)  # (..., block_q, 1)
         acc = q_block.new_zeros(*q_block.shape[:-1], values.shape[-1])  # (..., block_q, d_v)
-        k_stop = min(q_end, num_keys) if causal else num_keys  # later keys are all in the future
+        k_stop = offset + q_end if causal else num_keys  # later keys are all in the future
         for k_start in range(0, k_stop, block_size):
             k_end = min(k_start + block_size, num_keys)
             mask = None
-            if causal and k_end > q_start + 1:  # the tile reaches past some query: mask it
-                rows = torch.arange(q_start, q_end)[:, None]
+            if causal and k_end > offset + q_start + 1:  # the tile reaches past some query
+                rows = offset + torch.arange(q_start, q_end)[:, None]  # positions of the queries
                 mask = torch.arange(k_start, k_end)[None, :] > rows  # (block_q, block_k)
             m, s, acc = attention_tile(
                 q_block, keys[..., k_start:k_end, :], values[..., k_start:k_end, :], m, s, acc, mask

@@ -2,7 +2,8 @@
 
     python benchmarks/bench_grading.py [--students 100] [--notebooks 00,01,...] [--jobs 2]
 
-Prints wall times, where the time goes (the command's imports, waiting for a kernel, the
+Prints wall times (one notebook in the sandbox and with ``--no-sandbox``: the sandbox's
+cost per notebook), where the time goes (the command's imports, waiting for a kernel, the
 learner's cells, the checks) and notebooks per minute, each next to a reference measured in
 the same run (``python -c "import torch"``), since these machines are shared and noisy. The
 class comes from ``make_class.py``: the solutions with random mistakes, a fresh kernel per
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_class import make_class  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ROUNDS = 5
 
 
 def wall(*command: str) -> float:
@@ -85,19 +88,26 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "one.json"
-        one = wall(
-            python,
-            "-m",
-            "attn_course",
-            "grade",
-            "solutions/01_causal_attention.ipynb",
-            "--json",
-            str(report),
-        )
+        command = [python, "-m", "attn_course", "grade", "solutions/01_causal_attention.ipynb"]
+        rounds = []  # (import torch, sandboxed, --no-sandbox), back to back: same load
+        for _ in range(ROUNDS):
+            rounds.append(
+                (
+                    wall(python, "-c", "import torch"),
+                    wall(*command, "--json", str(report)),
+                    wall(*command, "--no-sandbox"),
+                )
+            )
+        ratio = statistics.median(one / ref for ref, one, _ in rounds)
+        plain_ratio = statistics.median(plain / ref for ref, _, plain in rounds)
+        cost = statistics.median(one - plain for _, one, plain in rounds)
+        one = statistics.median(one for _, one, _ in rounds)
         (notebook,) = json.loads(report.read_text())["notebooks"]
         print(
-            f"\none notebook (01, 4 checks) through the command: {one:.2f} s wall "
-            f"({one / torch_import:.1f} x import torch)"
+            f"\none notebook (01, 4 checks) through the command, {ROUNDS} rounds each beside "
+            f"an `import torch`: median {one:.2f} s wall, {ratio:.2f} x import torch in the "
+            f"sandbox, {plain_ratio:.2f} x with --no-sandbox; the sandbox costs {cost:+.2f} s "
+            "per notebook (median of the rounds' differences)"
         )
         for phase, seconds in notebook["timings"].items():
             print(f"  {phase:<14}{seconds:6.2f} s")
@@ -148,6 +158,14 @@ def main() -> None:
             f"  {len(reports)} notebook reports, {errors} not gradable; verdicts: "
             + ", ".join(f"{status} {n}" for status, n in sorted(tally.items()))
         )
+        errors = Counter(
+            check["message"][:100]
+            for nb in reports
+            for check in nb["checks"]
+            if check["status"] == "error"
+        )
+        for message, n in errors.most_common(5):
+            print(f"    error x{n}: {message}")
         print("  where the time goes (summed over notebooks; the jobs overlap):")
         for phase, total in phases(reports).items():
             print(f"    {phase:<14}{total:8.1f} s  ({total / len(reports):.2f} s per notebook)")

@@ -10,6 +10,11 @@ The reference, measured in the same run on the same settings: the same picture d
 matplotlib (``viz.head_grid``) and written by its SVG backend, which is how the explorers
 drew before; "× faster" is its median over the explorer's.
 
+The language-model explorer (lecture 11, ``lm_explorer``) has its own rows, budget 150 ms:
+each move runs the shipped Shakespeare model on the line, scores the head on the text and
+redraws a kept canvas. Its reference is the same view drawn on a fresh matplotlib figure and
+written as SVG (what a redraw without the kept canvas would cost).
+
 Run: .venv/bin/python benchmarks/bench_widgets.py
 """
 
@@ -27,6 +32,9 @@ import torch
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 
 from attn_course import explore, viz
+from attn_course.lm_explorer import lm_explorer
+from attn_course.lm_views import LineCanvas, LineSettings, read_line
+from attn_course.model_views import figure_svg
 from attn_course.widgets import Explorer, attention_explorer, encoder_explorer
 
 MOVES = 30
@@ -76,6 +84,27 @@ def matplotlib_ms(picture: Callable[[], explore.Picture]) -> float:
     return 1000 * statistics.median(times)
 
 
+LM_BUDGET_MS = 150
+LM_CASES = [  # (row, control, the two values it alternates between)
+    ("language model: head", "head", (1, 0)),
+    ("language model: layer", "layer", (1, 0)),
+    ("language model: typed line", "text",
+     ("JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?", LineSettings().text)),
+]  # fmt: skip
+
+
+def lm_fresh_figure_ms(settings: LineSettings, model, tokenizer) -> float:
+    """Median wall ms of the same view drawn on a new figure each time, written as SVG."""
+    times = []
+    for _ in range(REFERENCE_MOVES):
+        start = time.perf_counter()
+        fig = LineCanvas(plt.figure()).draw(read_line(settings, model, tokenizer))
+        figure_svg(fig)
+        plt.close(fig)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
 def main() -> None:
     matplotlib.use("Agg")
     torch.set_num_threads(1)
@@ -94,6 +123,17 @@ def main() -> None:
         print(
             f"{name:<26} {wall:>8.1f} {cpu:>7.1f} {budget:>7}  {verdict:<6}"
             f"  {reference:>13.1f} {reference / wall:>8.1f}"
+        )
+    print(f"\n{'slider moved':<26} {'wall ms':>8} {'CPU ms':>7} {'budget':>7}  result"
+          f"  {'fresh figure ms':>15} {'× faster':>8}")  # fmt: skip
+    for name, control, values in LM_CASES:
+        wall, cpu, settings = median_move_ms(lm_explorer, control, values)
+        explorer = lm_explorer()
+        reference = lm_fresh_figure_ms(settings, explorer.model, explorer.tokenizer)
+        verdict = "PASS" if wall <= LM_BUDGET_MS else "MISS"
+        print(
+            f"{name:<26} {wall:>8.1f} {cpu:>7.1f} {LM_BUDGET_MS:>7}  {verdict:<6}"
+            f"  {reference:>15.1f} {reference / wall:>8.1f}"
         )
 
 

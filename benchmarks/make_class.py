@@ -1,12 +1,14 @@
 """Write a synthetic class: one submission per student, made from solutions/ with random mistakes.
 
     python benchmarks/make_class.py OUT [--students 100] [--notebooks 00,01,...] [--seed 0]
+                                        [--nbgrader ASSIGNMENT]
 
 Each student gets the exercise notebooks (their metadata stamps the ids) with each exercise
 answered by the solution (70 %), left unanswered (10 %) or answered with one classic mistake
 made by a text edit of the solution (20 %, when one applies). Every third student hands in
-a zip, every fourth renames a file to ``NN_name (1).ipynb``. The same seed writes the same
-class.
+a zip, every fourth renames a file to ``NN_name (1).ipynb``. With ``--nbgrader ASSIGNMENT``
+the class is laid out as an nbgrader course: ``submitted/{student_id}/{ASSIGNMENT}/*.ipynb``
+(folders only, no renames) beside an ``nbgrader_config.py``. The same seed writes the same class.
 """
 
 from __future__ import annotations
@@ -80,21 +82,32 @@ def student_notebook(stem: str, rng: random.Random) -> dict:
     return notebook
 
 
-def make_class(out: Path, students: int, stems: list[str], seed: int) -> list[Path]:
-    """Write the class to ``out`` (emptied first); the submissions' paths."""
+def make_class(
+    out: Path, students: int, stems: list[str], seed: int, nbgrader: str | None = None
+) -> list[Path]:
+    """Write the class to ``out`` (emptied first); the submissions' paths.
+
+    ``nbgrader``: an assignment id; the class is then written as nbgrader's
+    ``out/submitted/{student_id}/{nbgrader}/``, beside an ``nbgrader_config.py``.
+    """
     rng = random.Random(seed)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    if nbgrader:
+        (out / "nbgrader_config.py").write_text("c = get_config()  # noqa: F821\n")
     written = []
     for n in range(students):
         name = f"student{n:03d}"
-        folder = out / name
-        folder.mkdir()
+        folder = out / "submitted" / name / nbgrader if nbgrader else out / name
+        folder.mkdir(parents=True)
         for stem in stems:
-            filename = f"{stem} (1).ipynb" if n % 4 == 3 else f"{stem}.ipynb"
+            renamed = n % 4 == 3 and not nbgrader
+            filename = f"{stem} (1).ipynb" if renamed else f"{stem}.ipynb"
             notebook = student_notebook(stem, rng)
             (folder / filename).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
-        if n % 3 == 2:
+        if nbgrader:
+            written.append(folder.parent)
+        elif n % 3 == 2:
             with zipfile.ZipFile(out / f"{name}.zip", "w") as archive:
                 for path in sorted(folder.iterdir()):
                     archive.write(path, f"{name}/{path.name}")
@@ -111,12 +124,13 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=100)
     parser.add_argument("--notebooks", default="", help="comma-separated NN prefixes (all)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--nbgrader", metavar="ASSIGNMENT", help="nbgrader's submitted/ layout")
     args = parser.parse_args()
     stems = sorted(p.stem for p in (ROOT / "exercises").glob("*.ipynb"))
     if args.notebooks:
         wanted = args.notebooks.split(",")
         stems = [s for s in stems if s.split("_")[0] in wanted]
-    make_class(args.out, args.students, stems, args.seed)
+    make_class(args.out, args.students, stems, args.seed, args.nbgrader)
     print(f"wrote {args.students} students x {len(stems)} notebooks to {args.out}")
 
 

@@ -56,7 +56,7 @@ CHROMIUM_ARGS = [
 ]
 NOTEBOOKS = ["notebooks/03_weight_split_mha.ipynb", "notebooks/05_transformer_blocks.ipynb"]
 
-WATCHDOG_S = 600  # the whole module, all three notebooks
+WATCHDOG_S = 900  # the whole module: notebooks 03, 05, 08, 11 and the verdict
 SERVER_START_S = 90
 PAGE_LOAD_S = 90
 RUN_ALL_S = 180
@@ -588,6 +588,21 @@ def test_the_explorer_as_a_learner_sees_it(
     assert not js_errors.messages, "\n".join(js_errors.messages)
 
 
+# Truthy once the explorer `root`'s status line contains `text`.
+STATUS_SAYS_JS = """([root, text]) => root.querySelector('.attn-explorer-status')
+  .innerText.includes(text)"""
+
+
+def _last_explorer(page):
+    """The notebook's last explorer once its figure is drawn, scrolled into view: the
+    explorer, its figure and the explorer's element handle."""
+    explorer = page.locator(".attn-explorer").last
+    figure = explorer.locator(".attn-explorer-figure")
+    figure.locator("svg").wait_for(timeout=REDRAW_S * 1000)
+    explorer.scroll_into_view_if_needed()
+    return explorer, figure, explorer.element_handle()
+
+
 def test_the_trained_model_explorer(watchdog: Watchdog, lab: LabServer, browser) -> None:
     """Notebook 08's explorer answers its head slider and a typed sequence."""
     notebook = "notebooks/08_trained_attention.ipynb"
@@ -596,19 +611,13 @@ def test_the_trained_model_explorer(watchdog: Watchdog, lab: LabServer, browser)
     try:
         _open_notebook(page, lab, notebook)
         _run_all(page)
-        explorer = page.locator(".attn-explorer").last
-        figure = explorer.locator(".attn-explorer-figure")
-        figure.locator("svg").wait_for(timeout=REDRAW_S * 1000)
-        explorer.scroll_into_view_if_needed()
-        root = explorer.element_handle()
-        status_says = "([root, text]) => root.querySelector('.attn-explorer-status')" \
-            ".innerText.includes(text)"  # fmt: skip
+        explorer, figure, root = _last_explorer(page)
         assert "induction, trained, L1 H0" in explorer.evaluate(EXPLORER_STATE_JS)["status"]
         head = explorer.locator(".widget-slider").filter(
             has=page.locator(".widget-label", has_text=re.compile(r"^\s*head\s*$"))
         )
         head.locator(".noUi-handle").press("ArrowRight")
-        page.wait_for_function(status_says, arg=[root, "L1 H1"], timeout=REDRAW_S * 1000)
+        page.wait_for_function(STATUS_SAYS_JS, arg=[root, "L1 H1"], timeout=REDRAW_S * 1000)
         assert "induction: L1 H1" in explorer.evaluate(EXPLORER_STATE_JS)["labels"]  # title
         typed = explorer.locator(".widget-text input")
         typed.fill("5 17 3 9 30 14 2 9 30 14")
@@ -621,6 +630,66 @@ def test_the_trained_model_explorer(watchdog: Watchdog, lab: LabServer, browser)
         labels = explorer.evaluate(EXPLORER_STATE_JS)["labels"]
         assert "→ 30" in labels, labels  # after the second 9 the model predicts 30
         explorer.screenshot(path=ARTIFACTS / "08_trained_attention-typed.png")
+    finally:
+        with contextlib.suppress(PlaywrightError):
+            page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+            page.close()
+    assert not js_errors.messages, "\n".join(js_errors.messages)
+
+
+def test_the_language_model_explorer(watchdog: Watchdog, lab: LabServer, browser) -> None:
+    """Notebook 11's explorer: a typed line, the head slider, an unknown character."""
+    notebook = "notebooks/11_language_model.ipynb"
+    page = browser.new_page()
+    js_errors = JavaScriptErrors(page)
+    try:
+        _open_notebook(page, lab, notebook)
+        with _timing("11_language_model: run all"):
+            _run_all(page)
+        explorer, figure, root = _last_explorer(page)
+        start = explorer.evaluate(EXPLORER_STATE_JS)
+        assert "Next character:" in start["status"] and not start["error"], start
+        layer, head = map(int, re.search(r"L(\d+) H(\d+)", start["status"]).groups())
+
+        # A typed line: its characters become the picture's labels, its length the status's.
+        line = "JULIET:\nAy me!"
+        typed = explorer.locator(".widget-textarea textarea")
+        typed.fill(line)
+        typed.press("Tab")  # the text box sends its value when it loses the focus
+        page.wait_for_function(STATUS_SAYS_JS, arg=[root, f"on {len(line)} characters"],
+                               timeout=REDRAW_S * 1000)  # fmt: skip
+        labels = explorer.evaluate(EXPLORER_STATE_JS)["labels"]
+        assert {"J", "↵", "y", "!"} <= set(labels), labels
+        assert "↵" in labels and "␣" in labels, labels
+
+        # The head slider redraws the figure with the next head.
+        before = figure.inner_html()
+        explorer.evaluate(WATCH_REDRAW_JS)
+        slider = explorer.locator(".widget-slider").filter(
+            has=page.locator(".widget-label", has_text=re.compile(r"^\s*head\s*$"))
+        )
+        key = "ArrowLeft" if head > 0 else "ArrowRight"
+        slider.locator(".noUi-handle").press(key)
+        new_head = head - 1 if head > 0 else head + 1
+        page.wait_for_function(STATUS_SAYS_JS, arg=[root, f"L{layer} H{new_head} "],
+                               timeout=REDRAW_S * 1000)  # fmt: skip
+        page.wait_for_function("() => window.attnFigureAt !== null", timeout=REDRAW_S * 1000)
+        key_to_figure = page.evaluate("() => window.attnFigureAt - window.attnKeyAt")
+        assert f"layer {layer}, head {new_head}" in explorer.evaluate(EXPLORER_STATE_JS)["labels"]
+        assert figure.inner_html() != before
+        explorer.screenshot(path=ARTIFACTS / "11_language_model-typed.png")
+        print(f"\n11_language_model: head key press -> new figure {key_to_figure:.0f} ms "
+              f"(load average {os.getloadavg()[0]:.2f})")  # fmt: skip
+
+        # A character the model does not know: the tokenizer's message, not a traceback.
+        typed.fill("Café")
+        typed.press("Tab")
+        error = explorer.locator(".attn-explorer-error")
+        error.wait_for(state="visible", timeout=REDRAW_S * 1000)
+        assert "é" in error.inner_text() and "does not know" in error.inner_text()
+        assert not page.locator(".jp-OutputArea-output .jp-RenderedText[data-mime-type="
+                                "'application/vnd.jupyter.stderr']").count()  # fmt: skip
+        explorer.screenshot(path=ARTIFACTS / "11_language_model-unknown.png")
     finally:
         with contextlib.suppress(PlaywrightError):
             page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")

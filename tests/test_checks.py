@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from test_checks_nb08 import NB08_REFERENCE
 from torch.nn.functional import scaled_dot_product_attention
-from wrong_implementations import CORRECT, NOT_IN_NUMPY_HINTS, WRONG
+from wrong_implementations import CORRECT, NB11_REFERENCE, NOT_IN_NUMPY_HINTS, WRONG
 
 from attn_course import attention, blocks, foundations, generation, gqa, numpy_attention, tiled
 from attn_course.attention import merge_heads, split_heads
@@ -29,6 +29,7 @@ NOTEBOOKS = [
     "08_trained_attention",
     "09_generation_kv_cache",
     "10_tiled_attention",
+    "11_language_model",
 ]
 
 # The correct answers, from the package or worked out by hand in the comments.
@@ -77,6 +78,7 @@ REFERENCE = {
     "attention_tile": tiled.attention_tile,
     "tiled_attention": tiled.tiled_attention,
     **NB08_REFERENCE,
+    **NB11_REFERENCE,
 }
 
 REQUIRED_IDS = [

@@ -105,8 +105,10 @@ def tiled_with(mistake):
 
     def attend(queries, keys, values, causal=False, block_size=64):
         num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+        offset = 0 if mistake == "top_left" else num_keys - num_queries
         if mistake == "full_matrix":
-            mask = torch.ones(num_queries, num_keys, dtype=torch.bool).triu(1) if causal else None
+            mask = torch.ones(num_queries, num_keys, dtype=torch.bool).triu(1 + offset)
+            mask = mask if causal else None
             return scaled_dot_product_attention(queries, keys, values, mask)[0]
         queries = queries / keys.shape[-1] ** 0.5
         context = torch.zeros(*queries.shape[:-1], values.shape[-1])
@@ -120,12 +122,12 @@ def tiled_with(mistake):
             s, acc = torch.zeros(m.shape), torch.zeros(*q_block.shape[:-1], values.shape[-1])
             k_stop = num_keys
             if causal:
-                k_stop = min(q_start if mistake == "diagonal_skipped" else q_end, num_keys)
+                k_stop = offset + (q_start if mistake == "diagonal_skipped" else q_end)
             for k_start in range(0, k_stop, block_size):
                 k_end = min(k_start + block_size, num_keys)
                 mask = None
                 if causal and mistake != "diagonal_unmasked":
-                    rows = torch.arange(q_start, q_end)[:, None]
+                    rows = offset + torch.arange(q_start, q_end)[:, None]
                     mask = torch.arange(k_start, k_end)[None, :] > rows
                 kb, vb = keys[..., k_start:k_end, :], values[..., k_start:k_end, :]
                 m, s, acc = tiled.attention_tile(q_block, kb, vb, m, s, acc, mask)
@@ -157,6 +159,7 @@ WRONG = [  # (check id, wrong object, words its hint must contain)
     ("tiled_attention", tiled_with("diagonal_skipped"), ("causal block skipped wrongly",)),
     ("tiled_attention", tiled_with("diagonal_unmasked"), ("not masked",)),
     ("tiled_attention", tiled_with("tail_dropped"), ("wrong values",)),
+    ("tiled_attention", tiled_with("top_left"), ("LAST positions",)),
     ("tiled_attention", tiled_with("full_matrix"), ("one (block_size, block_size) tile",)),
 ]
 

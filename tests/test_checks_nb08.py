@@ -60,6 +60,28 @@ def zero_queries(model, layer, head):
     att.W_query.weight.data[cols] = 0.0
 
 
+def zero_keys(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.W_key.weight.data[cols] = 0.0
+
+
+def zero_by_hook(model, layer, head):
+    """Right outputs in the notebook, but a hook is not part of the model's state."""
+    att, cols = head_cols(model, layer, head)
+
+    def silence(module, inputs):
+        x = inputs[0].clone()
+        x[..., cols] = 0.0
+        return (x,)
+
+    att.out_proj.register_forward_pre_hook(silence)
+
+
+def zero_by_identity(model, layer, head):
+    """Replaces out_proj: the model no longer has the lecture's parameters."""
+    model.layers[layer].out_proj = torch.nn.Identity()
+
+
 def sinusoidal_swapped(num_tokens, d_model):
     table = sinusoidal_positions(num_tokens, d_model)
     return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).reshape(num_tokens, d_model)
@@ -165,6 +187,27 @@ def find_all_of_layer_1(model, tokens):
     return [(1, head) for head in range(model.cfg.num_heads)]
 
 
+def find_without_running(model, tokens):
+    scores = head_scores(model.attention_weights(), tokens)["induction"]  # stale weights
+    return (scores > 0.5).nonzero().tolist()
+
+
+def find_in_first_sequence(model, tokens):
+    return find_induction_heads(model, tokens[:1])
+
+
+def find_head_first(model, tokens):
+    return [(head, layer) for layer, head in find_induction_heads(model, tokens)]
+
+
+def find_in_layer_1_only(model, tokens):
+    return [(1, head) for layer, head in find_induction_heads(model, tokens) if layer == 1]
+
+
+def find_hard_coded(model, tokens):
+    return [(1, 0), (1, 1), (1, 2), (1, 3)]
+
+
 WRONG_08 = [  # (check id, wrong object, words the hint must contain)
     ("previous_token_score", previous_diagonal, ("itself",)),
     ("previous_token_score", previous_next, ("future",)),
@@ -185,9 +228,17 @@ WRONG_08 = [  # (check id, wrong object, words the hint must contain)
     ("find_induction_heads", find_previous_token_heads, ("previous-token",)),
     ("find_induction_heads", find_one_based, ("from 0",)),
     ("find_induction_heads", find_all_of_layer_1, ("0.5",)),
+    ("find_induction_heads", find_without_running, ("earlier run", "model(tokens)")),
+    ("find_induction_heads", find_in_first_sequence, ("first sequence", "whole batch")),
+    ("find_induction_heads", find_head_first, ("layer first",)),
+    ("find_induction_heads", find_in_layer_1_only, ("0.5",)),
+    ("find_induction_heads", find_hard_coded, ("0.5",)),
     ("zero_head", zero_rows, ("rows",)),
     ("zero_head", zero_next_head, ("next head",)),
     ("zero_head", zero_queries, ("queries",)),
+    ("zero_head", zero_keys, ("its keys",)),
+    ("zero_head", zero_by_hook, ("forward hook",)),
+    ("zero_head", zero_by_identity, ("nn.Identity", "do not replace")),
     ("zero_head", zero_head_with_grad, ("no_grad",)),
 ]
 

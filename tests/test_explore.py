@@ -78,7 +78,7 @@ def test_without_scaling_the_scores_spread_by_sqrt_head_dim(head_dim):
     settings = AttentionSettings(head_dim=head_dim, causal=False)
     scaled = explore.attention_picture(settings)
     raw = explore.attention_picture(dataclasses.replace(settings, scaled=False))
-    assert raw.score_std == pytest.approx(scaled.score_std * math.sqrt(head_dim), rel=1e-4)
+    assert raw.row_std == pytest.approx(scaled.row_std * math.sqrt(head_dim), rel=1e-4)
     # The module's own weights are the scaled ones.
     torch.manual_seed(123)
     mha = MultiHeadAttention(3, 2 * head_dim, 6, 0.0, num_heads=2)
@@ -87,7 +87,7 @@ def test_without_scaling_the_scores_spread_by_sqrt_head_dim(head_dim):
     expected = torch.softmax(queries @ keys.transpose(1, 2) / math.sqrt(head_dim), dim=-1)
     assert torch.allclose(scaled.weights, expected, atol=1e-6)
     cold = explore.attention_picture(dataclasses.replace(settings, temperature=0.5))
-    assert cold.score_std == pytest.approx(2 * scaled.score_std, rel=1e-4)
+    assert cold.row_std == pytest.approx(2 * scaled.row_std, rel=1e-4)
 
 
 def test_row_max_against_hand_made_pictures():
@@ -153,3 +153,14 @@ def test_draw_is_svg_markup_of_the_picture():
     assert markup.startswith("<svg") and markup.count(">head ") == 3
     # One row of three panels: the y labels beside the first panel, the x labels under each.
     assert explore.draw_encoder().count(">&lt;pad&gt;</text>") == 2 + 2 * 3
+
+
+def test_row_std_is_the_spread_within_each_visible_row():
+    g = torch.Generator().manual_seed(5)
+    queries, keys = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g) + 3.0
+    mask = torch.ones(5, 5, dtype=torch.bool).triu(diagonal=1)  # row 0 sees one key only
+    _, row_std = explore._softmax_scores(queries, keys, 2.0, mask)
+    scaled = queries @ keys.transpose(1, 2) / 2.0
+    per_row = [scaled[h, i, : i + 1].std(correction=0) for h in range(2) for i in range(1, 5)]
+    assert row_std == pytest.approx(float(torch.stack(per_row).mean()), rel=1e-5)
+    assert row_std < float(scaled[~mask.expand(2, 5, 5)].std())  # the row offsets are left out

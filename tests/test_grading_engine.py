@@ -297,7 +297,7 @@ def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures
     attempts = []
 
     class FlakyKernel:
-        def __init__(self):
+        def __init__(self, sandboxed=True):
             attempts.append(1)
             if len(attempts) <= failures:
                 raise RuntimeError("Kernel died before replying to kernel_info")

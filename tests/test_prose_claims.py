@@ -21,6 +21,27 @@ WINDOW = 3
 #  regex over a nearby cell's text output whose group 1 is the printed number)
 CLAIMS = [
     (
+        "11_language_model",
+        "the final losses must agree within\n0.15 nats",
+        "0.15",
+        2,
+        r"ends within ([\d.]+) nats of the stored run: True",
+    ),
+    (
+        "11_language_model",
+        "500 steps of AdamW",
+        "500",
+        0,
+        r"context \d+, (\d+) steps of batch",
+    ),
+    (
+        "11_language_model",
+        "right for about 0.5% of the characters",
+        "0.5",
+        1,
+        r"copying would be right for ([\d.]+)%",
+    ),
+    (
         "00_numpy_attention",
         "most similar to itself (1.495)",
         "1.495",
@@ -71,19 +92,40 @@ CLAIMS = [
     ),
     (
         "00_numpy_attention",
-        "agree to about 5 significant",
-        "5",
+        "agree to about 6 significant",
+        "6",
         0,
-        r"significant digits that agree: about (\d+)",
+        r"normwise \|torch - numpy\| / \|numpy\|: \S+ about (\d+) digits",
     ),
-    ("01_causal_attention", "sum to 1.1111", "1.1111", 4, r"1 / \(1 - 0.1\) = ([\d.]+)"),
+    ("00_numpy_attention", "of one element is 1.3e-05", "1.3e-05", 6, r"element: ([\d.e-]+),"),
+    ("00_numpy_attention", "$-0.317$", "-0.317", 3, r"on output (-[\d.]+);"),
+    ("00_numpy_attention", "by 1.4e-07 normwise", "1.4e-07", 8, r"inputs alone, normwise: (\S+)"),
+    ("00_numpy_attention", "of\nthe 3.8e-07 total", "3.8e-07", 8, r"/ \|numpy\|: ([\d.e-]+),"),
+    ("00_numpy_attention", "from 2.6 at `d_k = 4`", "2.6", 1, r"\n +4 \|[^|]*\| +([\d.]+)"),
+    ("00_numpy_attention", "to 64 at 4,096", "64", 0, r"\n4096 \|[^|]*\| +([\d.]+)"),
     (
-        "02_multihead_wrapper",
-        "grows from 0.074 to 0.684",
-        "0.684",
-        3,
-        r"\n +64 \| +[\d.]+ +([\d.]+)",
+        "00_numpy_attention",
+        "between 1.30 and 1.43",
+        "1.30",
+        2,
+        r"\n +4 \|[^|]*\| +[\d.]+ +([\d.]+)",
     ),
+    (
+        "00_numpy_attention",
+        "between 1.30 and 1.43",
+        "1.43",
+        2,
+        r"\n +64 \|[^|]*\| +[\d.]+ +([\d.]+)",
+    ),
+    ("00_numpy_attention", "(16 at 4,096)", "16", 0, r"\n4096(?: \|.*){2}\| +([\d.]+)"),
+    ("00_numpy_attention", "from 0.00 to 1.00", "0.00", 2, r"\n +4 \|.* ([\d.]+)\n"),
+    ("00_numpy_attention", "from 0.00 to 1.00", "1.00", 2, r"\n4096 \|.* ([\d.]+)\n"),
+    ("01_causal_attention", "sum to 1.1111", "1.1111", 4, r"1 / \(1 - 0.1\) = ([\d.]+)"),
+    ("02_multihead_wrapper", "from 0.025 to 0.326", "0.025", 3, r"\n +1 \| +[\d.]+ +([\d.]+)"),
+    ("02_multihead_wrapper", "from 0.025 to 0.326", "0.326", 3, r"\n +64 \| +[\d.]+ +([\d.]+)"),
+    ("02_multihead_wrapper", "(8 × 0.041 at", "0.041", 3, r"\n +64 \| +([\d.]+)"),
+    ("02_multihead_wrapper", "between 0.025 and 0.043", "0.025", 3, r"\n +1 \| +([\d.]+)"),
+    ("02_multihead_wrapper", "between 0.025 and 0.043", "0.043", 3, r"\n +16 \| +([\d.]+)"),
     (
         "02_multihead_wrapper",
         "largest weight averages 0.26 instead of 0.18",
@@ -127,6 +169,17 @@ CLAIMS = [
         0,
         r"feed-forward share of a block: ([\d.]+)%",
     ),
+    ("05_transformer_blocks", "(rounded to -998,244,352)", "-998244352", 0, r"bfloat16: (-[\d.]+)"),
+    ("05_transformer_blocks", "(-65,504 in float16)", "-65504", 0, r"min = (-[\d.]+)\)"),
+    ("05_transformer_blocks", "between 0.05 and 0.89", "0.05", 2, r"entries from ([\d.]+) to"),
+    (
+        "05_transformer_blocks",
+        "between 0.05 and 0.89",
+        "0.89",
+        2,
+        r"entries from [\d.]+ to ([\d.]+)",
+    ),
+    ("05_transformer_blocks", "std of only about 0.01", "0.01", 2, r"std ([\d.]+) within a row"),
     (
         "06_attention_cost",
         "4,608\ntokens for GPT-2 small",
@@ -149,6 +202,9 @@ CLAIMS = [
         r"counted work grows (\d+)x",
     ),
     ("06_attention_cost", "(0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
+    ("06_attention_cost", "9,216 tokens for GPT-2 small", "9216", 0, r"n = 12d = ([\d,]+) tokens"),
+    ("06_attention_cost", "only 6 MiB even at 128k", "6", 0, r"131,072 .* ([\d.]+) MiB"),
+    ("06_attention_cost", "has grown to 9 GiB", "9", 0, r"131,072 .* ([\d.]+) GiB\n"),
     (
         "06_attention_cost",
         "still\n768 GiB at 128k tokens",
@@ -178,6 +234,14 @@ CLAIMS = [
         r"keys without L0 H3 +layer-1 induction scores: ([\d.]+)",
     ),
     ("08_trained_attention", "99.9% to 25.6%", "25.6", 1, r"without L0 H3: +([\d.]+)%"),
+    (
+        "10_tiled_attention",
+        "each such tensor is 16 MiB",
+        "16",
+        0,
+        r"float32 tensor at n = 1,024: (\d+) MiB",
+    ),
+    ("10_tiled_attention", "a tile is 256 KiB", "256", 0, r"tile: (\d+) KiB"),
     (
         "08_trained_attention",
         "accuracy collapses to 2.0%",
@@ -282,6 +346,13 @@ CLAIMS = [
         "0.56",
         2,
         r"largest weight of the row, mean: +([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "largest weight in more than 0.07 of these rows",
+        "0.07",
+        2,
+        r"key position that gets it most often: +([\d.]+)",
     ),
     (
         "08_trained_attention",
@@ -591,3 +662,24 @@ def test_prose_figure_is_printed_beside_it(notebook, phrase, figure, decimals, p
     assert round(value, decimals) == round(float(figure), decimals), (
         f"{notebook}: the prose says {figure} ({phrase!r}), the output prints {value}"
     )
+
+
+def test_tiled_traffic_claims():
+    """10: the naive path's (n, n) traffic grows 4x per doubling; the tiled loop has none."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "4 times as many bytes per"))
+    rows = re.findall(r"\n +(\d+) +(naive|tiled) +([\d.]+) +([\d.]+) +([\d.]+)", text)
+    naive = [float(r[2]) for r in rows if r[1] == "naive"]
+    assert len(naive) == 3 and all(b / a == 4 for a, b in zip(naive, naive[1:], strict=False))
+    assert [float(r[2]) for r in rows if r[1] == "tiled"] == [0.0, 0.0, 0.0]
+
+
+def test_tiled_loop_beats_naive_in_the_stored_run():
+    """10: "faster than the naive path at every length from 512 tokens on", masked or not."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "at every length from 512 tokens on"))
+    pattern = r"causal, n = (\d+): naive ([\d.]+) ms, tiled ([\d.]+) ms, fused [\d.]+ ms"
+    rows = re.findall(pattern, text)
+    assert len(rows) == 5, rows  # four causal lengths and one line without the mask
+    for n, naive, tiled in rows:
+        assert int(n) < 512 or float(tiled) < float(naive), f"at n = {n}: {naive} vs {tiled} ms"

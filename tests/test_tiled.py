@@ -54,23 +54,49 @@ SHAPES = [  # (b, num_heads, num_queries, num_keys, head_dim, d_v, block_size)
     (1, 4, 100, 100, 32, 32, 33),
     (1, 2, 31, 31, 8, 8, 64),
     (3, 2, 10, 23, 8, 5, 4),
+    (1, 1, 1, 23, 8, 8, 4),
     (1, 1, 23, 10, 8, 8, 3),
 ]
 
 
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+CASES = [  # causal with more queries than keys is refused (tested below)
+    (shape, causal)
+    for shape in SHAPES
+    for causal in (False, True)
+    if not causal or shape[2] <= shape[3]
+]
+
+
+@pytest.mark.parametrize(("shape", "causal"), CASES, ids=str)
 def test_tiled_equals_fused_and_course_attention(shape, causal):
     b, h, nq, nk, d, dv, block_size = shape
     g = torch.Generator().manual_seed(nq * 100 + nk)
     q, k = torch.randn(b, h, nq, d, generator=g), torch.randn(b, h, nk, d, generator=g)
     v = torch.randn(b, h, nk, dv, generator=g) * 3
     got = tiled_attention(q, k, v, causal=causal, block_size=block_size)
-    fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    # bottom-right: query i sits at position nk - nq + i and sees the keys up to it
+    mask = torch.ones(nq, nk, dtype=torch.bool).triu(diagonal=nk - nq + 1) if causal else None
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask)
     torch.testing.assert_close(got, fused, rtol=1e-5, atol=1e-5)
-    mask = torch.ones(nq, nk, dtype=torch.bool).triu(diagonal=1) if causal else None
     course, _ = scaled_dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(got, course, rtol=1e-5, atol=1e-5)
+
+
+def test_causal_queries_are_the_last_positions_as_with_a_kv_cache():
+    """The last 10 queries against all 23 keys give the last 10 rows of full causal attention."""
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 23, 8, generator=g) for _ in range(3))
+    full = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # 23 queries, 23 keys
+    got = tiled_attention(q[:, -10:], k, v, causal=True, block_size=4)
+    torch.testing.assert_close(got, full[:, -10:], rtol=1e-5, atol=1e-5)
+    top_left = F.scaled_dot_product_attention(q[:, -10:], k, v, is_causal=True)
+    assert not torch.allclose(got, top_left, atol=1e-3)  # the two alignments differ here
+
+
+def test_causal_refuses_more_queries_than_keys():
+    q, k = torch.zeros(1, 23, 4), torch.zeros(1, 10, 4)
+    with pytest.raises(ValueError, match="23 queries but only 10 keys"):
+        tiled_attention(q, k, k, causal=True)
 
 
 def test_tiled_handles_large_scores_and_3d_inputs():

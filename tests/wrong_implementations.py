@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_course import attention, blocks, foundations, numpy_attention
+from attn_course import attention, blocks, foundations, numpy_attention, sampling, tiled
 from attn_course.attention import merge_heads, split_heads
 
 
@@ -376,6 +376,523 @@ def numpy_self_attention_softmax_axis0(X, W_Q, W_K, W_V, causal=False):
     return weights @ V, weights
 
 
+# ---- dropout by what it means: hand-written dropouts, rates, placement (issue 18) --------
+
+
+def hand_dropout(w: torch.Tensor, p: float, training: bool, how: str = "rand") -> torch.Tensor:
+    """Dropout written by hand as lecture 01 teaches it; ``how`` picks the (mis)take."""
+    if not training or p == 0:
+        return w
+    if how == "bernoulli":
+        return w * torch.bernoulli(torch.full_like(w, 1 - p)) / (1 - p)
+    keep = torch.rand_like(w) >= p
+    return w * keep if how == "unscaled" else w * keep / (1 - p)
+
+
+class CausalHandDropout(attention.CausalAttention):
+    """The lecture's CausalAttention with its dropout written by hand (``how``, ``rate``)."""
+
+    how = "rand"
+    rate: float | None = None  # a hard-coded rate instead of the argument
+
+    def forward(self, x):
+        n = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5  # (b, n, n)
+        attn_weights = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        p = self.dropout.p if self.rate is None else self.rate
+        if self.how == "context":
+            return hand_dropout(attn_weights @ values, p, self.training)
+        return hand_dropout(attn_weights, p, self.training, self.how) @ values
+
+
+def causal_hand(how: str = "rand", rate: float | None = None) -> type:
+    return type(f"CausalAttention_{how}", (CausalHandDropout,), {"how": how, "rate": rate})
+
+
+class MHAHandDropout(attention.MultiHeadAttention):
+    """MultiHeadAttention with torch.bernoulli dropout on the weights."""
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
+        weights = sdpa(*heads, self.mask[:n, :n])[1]  # (b, num_heads, n, n)
+        weights = hand_dropout(weights, self.dropout.p, self.training, "bernoulli")
+        return self.out_proj(merge_heads(weights @ heads[2]))
+
+
+class FeedForwardHandDropout(blocks.FeedForward):
+    """Linear -> ReLU -> hand-written dropout -> Linear."""
+
+    def forward(self, x):
+        hidden = self.activation(self.linear1(x))
+        return self.linear2(hand_dropout(hidden, self.dropout.p, self.training))
+
+
+class FeedForwardDropoutRate(blocks.FeedForward):
+    """Builds its dropout with a hard-coded rate instead of the argument."""
+
+    def __init__(self, d_model, d_ff, dropout=0.1, activation="relu"):
+        super().__init__(d_model, d_ff, dropout, activation)
+        self.dropout = nn.Dropout(0.1)
+
+
+class EncoderHandDropout(blocks.EncoderLayer):
+    """The post-LN layer with the sublayer dropout written by hand."""
+
+    def forward(self, x, mask=None):
+        p = self.dropout.p
+        x = self.norm1(x + hand_dropout(self.att(x, mask=mask)[0], p, self.training))
+        return self.norm2(x + hand_dropout(self.feed_forward(x), p, self.training, "bernoulli"))
+
+
+class EncoderQuietFeedForward(blocks.EncoderLayer):
+    """Builds its feed-forward with dropout 0.0."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1):
+        super().__init__(d_model, num_heads, d_ff, dropout)
+        self.feed_forward = blocks.FeedForward(d_model, d_ff, 0.0)
+
+
+class EncoderHalfDropout(blocks.EncoderLayer):
+    """Hand-written sublayer dropout at a fixed rate 0.5."""
+
+    def forward(self, x, mask=None):
+        x = self.norm1(x + hand_dropout(self.att(x, mask=mask)[0], 0.5, self.training))
+        return self.norm2(x + hand_dropout(self.feed_forward(x), 0.5, self.training))
+
+
+class BlockHandDropout(blocks.TransformerBlock):
+    """Pre-LN block with the shortcut dropout written by hand."""
+
+    def forward(self, x):
+        p = self.drop_shortcut.p
+        x = x + hand_dropout(self.att(self.norm1(x)), p, self.training)
+        return x + hand_dropout(self.ff(self.norm2(x)), p, self.training)
+
+
+class BlockDropoutFeedForward(blocks.TransformerBlock):
+    """Builds the GPT-2 feed-forward with the block's dropout (the lecture's has 0.0)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.ff = blocks.FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, activation="gelu")
+
+
+# ---- parameters: names the learner got wrong, each its own hint ----------------------------
+
+
+class OutProjNoBias(attention.MultiHeadAttention):
+    """out_proj = nn.Linear(d_out, d_out, bias=False)."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out, bias=False)
+
+
+class CausalAlwaysBias(attention.CausalAttention):
+    """Ignores qkv_bias: the projections always have a bias."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        for name in ("W_query", "W_key", "W_value"):
+            setattr(self, name, nn.Linear(d_in, d_out, bias=True))
+
+
+class WrapperPlainList(attention.MultiHeadAttentionWrapper):
+    """Keeps the heads in a plain Python list: their parameters are not registered."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        heads = list(self.heads)
+        del self.heads
+        self.heads = heads
+
+
+class WrapperSharedHead(attention.MultiHeadAttentionWrapper):
+    """[CausalAttention(...)] * num_heads: one head, num_heads times."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.heads = nn.ModuleList([self.heads[0]] * num_heads)
+
+
+class LayerNormBuffers(blocks.LayerNorm):
+    """scale and shift registered as buffers: never trained."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        del self.scale, self.shift
+        self.register_buffer("scale", torch.ones(d_model))
+        self.register_buffer("shift", torch.zeros(d_model))
+
+
+class EncoderSharedNorm(blocks.EncoderLayer):
+    """norm2 = norm1: one LayerNorm used twice."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1):
+        super().__init__(d_model, num_heads, d_ff, dropout)
+        self.norm2 = self.norm1
+
+
+class LayerNormRandomStart(blocks.LayerNorm):
+    """scale starts random, not at ones."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.scale = nn.Parameter(torch.randn(d_model))
+
+
+class LayerNormZeroScale(blocks.LayerNorm):
+    """scale starts at zeros: a fresh layer outputs only the shift."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.scale = nn.Parameter(torch.zeros(d_model))
+
+
+class LayerNormFixedEps(blocks.LayerNorm):
+    """Ignores the eps argument: always 1e-5."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model)
+
+
+# ---- buffers used by forward, sizes from the arguments ------------------------------------
+
+
+class CausalFreshMask(attention.CausalAttention):
+    """Builds the mask on the CPU in every forward: wrong once the module moves to a GPU."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        fresh = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)  # CPU, always
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        return self.dropout(torch.softmax(scores.masked_fill(fresh, -torch.inf), -1)) @ values
+
+
+class MHAFreshMask(attention.MultiHeadAttention):
+    """Ignores its registered buffer: a CPU mask made in forward."""
+
+    def forward(self, x):
+        self.mask = attention.causal_mask(self.mask.shape[0])  # replaces the moved buffer
+        return super().forward(x)
+
+
+class CausalMaskFromDin(attention.CausalAttention):
+    """Sizes the mask by d_in instead of context_length."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+        self.register_buffer("mask", attention.causal_mask(d_in))
+
+
+class CausalDevicePlaced(attention.CausalAttention):
+    """Right: a fresh mask, but on x's device (no buffer use in forward)."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        mask = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(diagonal=1)
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        return self.dropout(torch.softmax(scores.masked_fill(mask, -torch.inf), -1)) @ values
+
+
+class CausalScaledByDin(attention.CausalAttention):
+    """Divides the scores by sqrt(d_in) instead of sqrt(d_out)."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / x.shape[-1] ** 0.5
+        scores = scores.masked_fill(self.mask[:n, :n], -torch.inf)
+        return self.dropout(torch.softmax(scores, dim=-1)) @ values
+
+
+class MHAScaledByDin(attention.MultiHeadAttention):
+    """Divides each head's scores by sqrt(d_in)."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        heads = [
+            split_heads(m(x), self.num_heads) for m in (self.W_query, self.W_key, self.W_value)
+        ]
+        scores = heads[0] @ heads[1].transpose(-2, -1) / x.shape[-1] ** 0.5
+        weights = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        return self.out_proj(merge_heads(self.dropout(weights) @ heads[2]))
+
+
+def sdpa_swapped(queries, keys, values, mask=None):
+    context, weights = attention.scaled_dot_product_attention(queries, keys, values, mask)
+    return weights, context
+
+
+def numpy_self_attention_swapped(X, W_Q, W_K, W_V, causal=False):
+    output, weights = numpy_attention.self_attention(X, W_Q, W_K, W_V, causal)
+    return weights, output
+
+
+def split_heads_no_transpose(x, num_heads):
+    b, num_tokens, d_out = x.shape
+    return x.view(b, num_tokens, num_heads, d_out // num_heads)
+
+
+class CausalViewWithDin(attention.CausalAttention):
+    """Views its output with d_in where d_out belongs, once inputs are wide (d_in >= 5): the
+    first configurations pass, a later one raises."""
+
+    def forward(self, x):
+        b, n, d_in = x.shape
+        out = super().forward(x)
+        return out.reshape(b, n, -1) if d_in < 5 else out.view(b, n, d_in)
+
+
+class EncoderMaskRequired(blocks.EncoderLayer):
+    """Builds the mask's complement without checking for None."""
+
+    def forward(self, x, mask=None):
+        visible = ~mask  # TypeError when there is no mask
+        return super().forward(x, mask=~visible)
+
+
+class CausalMaskNotSliced(attention.CausalAttention):
+    """Uses the whole context_length x context_length mask."""
+
+    def forward(self, x):
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        weights = torch.softmax(scores.masked_fill(self.mask, -torch.inf), dim=-1)
+        return self.dropout(weights) @ values
+
+
+class MHAViewWithContext(attention.MultiHeadAttention):
+    """Views with context_length where num_tokens belongs."""
+
+    def forward(self, x):
+        b = x.shape[0]
+        shape = (b, self.context_length, self.num_heads, self.head_dim)
+        queries, keys, values = (
+            m(x).view(shape).transpose(1, 2) for m in (self.W_query, self.W_key, self.W_value)
+        )
+        context = attention.scaled_dot_product_attention(
+            queries, keys, values, self.mask, self.dropout
+        )[0]
+        return self.out_proj(merge_heads(context))
+
+
+class CausalProjectsTwice(attention.CausalAttention):
+    """Feeds the queries (width d_out) to W_key, which expects d_in."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        queries = self.W_query(x)
+        keys, values = self.W_key(queries), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        weights = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        return self.dropout(weights) @ values
+
+
+class CausalChecksItsInput(attention.CausalAttention):
+    """Right: reads a value in forward (a finiteness check), which the meta device cannot."""
+
+    def forward(self, x):
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x holds inf or NaN")
+        return super().forward(x)
+
+
+class CausalMaskMovedToInput(attention.CausalAttention):
+    """Right: builds the mask on the CPU, then moves it to the input's device."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        mask = torch.triu(torch.ones(n, n), diagonal=1).bool().to(x.device)
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        return self.dropout(torch.softmax(scores.masked_fill(mask, -torch.inf), -1)) @ values
+
+
+class LayerNormAnnotated(blocks.LayerNorm):
+    """The Annotated Transformer's form: x.std() (unbiased) and eps outside the root."""
+
+    def forward(self, x):
+        mean, std = x.mean(-1, keepdim=True), x.std(-1, keepdim=True)
+        return self.scale * (x - mean) / (std + self.eps) + self.shift
+
+
+def online_raw_exp(m, s, block):
+    """No shift by the max at all."""
+    with np.errstate(over="ignore"):
+        return max(m, float(np.max(block))), s + float(np.sum(np.exp(block)))
+
+
+def tile_new_max_only(queries, keys, values, m, s, acc, mask=None):
+    """Takes the block's max as the new max, forgetting the running one."""
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = scores.amax(dim=-1, keepdim=True)
+    p, rescale = torch.exp(scores - m_new), torch.exp(m - m_new)
+    return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
+
+
+class CrossNoBias(foundations.MultiHeadCrossAttention):
+    """Projections without bias: the lecture's cross-attention has them (nn.Linear's default)."""
+
+    def __init__(self, d_model, num_heads, dropout=0.1):
+        super().__init__(d_model, num_heads, dropout)
+        for name in ("W_query", "W_key", "W_value"):
+            setattr(self, name, nn.Linear(d_model, d_model, bias=False))
+
+
+# ---- autograd: answers computed outside it ------------------------------------------------
+
+
+def sdpa_no_grad(queries, keys, values, mask=None):
+    """Right numbers, computed under torch.no_grad(): nothing can train through it."""
+    with torch.no_grad():
+        return attention.scaled_dot_product_attention(queries, keys, values, mask)
+
+
+def sdpa_numpy(queries, keys, values, mask=None):
+    """Right numbers, computed in NumPy and converted back."""
+    q, k, v = (t.detach().numpy() for t in (queries, keys, values))
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])
+    if mask is not None:
+        scores = np.where(mask.numpy(), -np.inf, scores)
+    weights = numpy_attention.softmax(scores, axis=-1)
+    return torch.from_numpy(weights @ v).float(), torch.from_numpy(weights).float()
+
+
+def split_heads_numpy(x, num_heads):
+    b, num_tokens, d_out = x.shape
+    heads = x.detach().numpy().reshape(b, num_tokens, num_heads, -1).transpose(0, 2, 1, 3)
+    return torch.from_numpy(np.ascontiguousarray(heads))
+
+
+def merge_heads_detached(x):
+    return attention.merge_heads(x).detach()
+
+
+# ---- inputs in the dangerous range ---------------------------------------------------------
+
+
+def numpy_softmax_shift_min(x, axis=-1):
+    """Shifts by the min: stable for small ranges only."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e_x = np.exp(x - x.min(axis=axis, keepdims=True))
+        return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+def numpy_softmax_shift_mean(x, axis=-1):
+    """Shifts by the mean: a range of thousands still overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e_x = np.exp(x - x.mean(axis=axis, keepdims=True))
+        return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+def numpy_softmax_clipped(x, axis=-1):
+    """Right: clips the shifted scores (the max subtracted first)."""
+    shifted = np.clip(x - x.max(axis=axis, keepdims=True), -700, 0)
+    e_x = np.exp(shifted)
+    return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+_MASK_CACHE = attention.causal_mask(1024)
+
+
+def causal_mask_sliced(num_tokens):
+    """Slices one precomputed 1024 x 1024 mask: wrong beyond it, and results share memory."""
+    return _MASK_CACHE[:num_tokens, :num_tokens]
+
+
+_MASKS: dict[int, torch.Tensor] = {}
+
+
+def causal_mask_memoised(num_tokens):
+    """Right values for every size, but one tensor handed out to every caller."""
+    return _MASKS.setdefault(num_tokens, attention.causal_mask(num_tokens))
+
+
+def online_swapped(m, s, block):
+    m_new, s_new = tiled.online_softmax_update(m, s, block)
+    return s_new, m_new
+
+
+def online_exp_first(m, s, block):
+    """exp of the raw scores, divided by exp(m_new) later: overflows past 709."""
+    m_new = max(m, float(np.max(block)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return m_new, (s * np.exp(m) + float(np.sum(np.exp(block)))) / np.exp(m_new)
+
+
+def tile_exp_first(queries, keys, values, m, s, acc, mask=None):
+    """exp of the raw scores: inf in float32 above 88."""
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    p = torch.exp(scores) / torch.exp(m_new)
+    rescale = torch.exp(m - m_new)
+    return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
+
+
+def tile_first_tile_nan(queries, keys, values, m, s, acc, mask=None):
+    """exp(m) / exp(m_new) for the rescale: -inf - -inf style NaN... from the first tile on
+    the ratio is 0 / 0 where m_new underflows."""
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    p = torch.exp(scores - m_new)
+    rescale = torch.exp(m) / torch.exp(m_new)
+    return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
+
+
+def tiled_per_head_matrix(queries, keys, values, causal=False, block_size=64):
+    """Loops over heads, each with its full (num_queries, num_keys) scores."""
+    flat_q = queries.reshape(-1, *queries.shape[-2:])
+    flat_k, flat_v = keys.reshape(-1, *keys.shape[-2:]), values.reshape(-1, *values.shape[-2:])
+    outputs = []
+    for q, k, v in zip(flat_q, flat_k, flat_v, strict=True):
+        mask = None
+        if causal:
+            offset = k.shape[0] - q.shape[0]  # bottom-right: the queries are the last positions
+            mask = torch.arange(k.shape[0])[None, :] > torch.arange(q.shape[0])[:, None] + offset
+        outputs.append(attention.scaled_dot_product_attention(q, k, v, mask)[0])
+    return torch.stack(outputs).reshape(*queries.shape[:-1], values.shape[-1])
+
+
+def tiled_full_mask(queries, keys, values, causal=False, block_size=64):
+    """Tiles the scores but builds the whole (num_queries, num_keys) causal mask first."""
+    num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+    offset = num_keys - num_queries  # bottom-right: the queries are the last positions
+    full = torch.ones(num_queries, num_keys, dtype=torch.bool).triu(1 + offset)
+    queries = queries / keys.shape[-1] ** 0.5
+    context = torch.zeros(*queries.shape[:-1], values.shape[-1])
+    for q_start in range(0, num_queries, block_size):
+        q_end = min(q_start + block_size, num_queries)
+        m = torch.full((*queries.shape[:-2], q_end - q_start, 1), -torch.inf)
+        s, acc = torch.zeros(m.shape), torch.zeros(*m.shape[:-1], values.shape[-1])
+        for k_start in range(0, min(q_end + offset, num_keys) if causal else num_keys, block_size):
+            k_end = min(k_start + block_size, num_keys)
+            mask = full[q_start:q_end, k_start:k_end] if causal else None
+            m, s, acc = tiled.attention_tile(
+                queries[..., q_start:q_end, :],
+                keys[..., k_start:k_end, :],
+                values[..., k_start:k_end, :],
+                m,
+                s,
+                acc,
+                mask,
+            )
+        context[..., q_start:q_end, :] = acc / s
+    return context
+
+
 @dataclass(frozen=True)
 class Wrong:
     name: str
@@ -387,6 +904,86 @@ class Wrong:
 def _sdpa_with(mistake: str):
     return partial(sdpa, mistake=mistake)
 
+
+# --- notebook 11: sampling, BPE, loss, perplexity, written as a learner would -----------------
+
+
+def sample_probs(logits, temperature=1.0, top_k=None, top_p=None, mistake=None):
+    """A learner's sampling_probabilities (sort-based top-p) with ``mistake`` built in."""
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).float()
+    if mistake != "temperature after softmax":
+        logits = logits / temperature
+    if top_k is not None:
+        values, indices = logits.topk(top_k, dim=-1)
+        if mistake == "top-k by position":
+            logits = torch.full_like(logits, -torch.inf).scatter(-1, indices, values)
+        elif mistake == "top-k strict":
+            logits = logits.masked_fill(logits <= values[..., -1:], -torch.inf)  # drops the k-th
+        else:
+            logits = logits.masked_fill(logits < values[..., -1:], -torch.inf)
+    if top_p is not None:
+        probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+        before = probs.cumsum(dim=-1) - probs  # mass of the more likely tokens
+        if mistake == "top-p too few":
+            drop = before + probs >= top_p  # drops the token that crosses p
+        elif mistake == "top-p too many":
+            drop = before - probs.roll(1, dims=-1) >= top_p  # one more past p
+            drop[..., 0] = False
+        else:
+            drop = before >= top_p
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), -torch.inf)
+    probs = torch.softmax(logits, dim=0 if mistake == "softmax axis" else -1)
+    return probs / temperature if mistake == "temperature after softmax" else probs
+
+
+def bpe_step(tokens, mistake=None):
+    """A learner's merge step: count neighbouring pairs, merge the most frequent one."""
+    counts = {}
+    for pair in zip(tokens, tokens[1:], strict=False):
+        counts[pair] = counts.get(pair, 0) + 1
+    if mistake == "tie last":
+        pair = max(counts, key=lambda p: (counts[p], p))
+    else:
+        pair = min(counts, key=lambda p: (-counts[p], p))
+    merged, i = [], 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
+            merged.append(tokens[i] + tokens[i + 1])
+            i += 2 if mistake != "overlapping" else 1
+        else:
+            merged.append(tokens[i])
+            i += 1
+    return pair, merged
+
+
+def token_loss(logits, targets, mistake=None):
+    probs = torch.softmax(logits, dim=0 if mistake == "axis" else -1)
+    picked = probs[torch.arange(len(targets)), targets]
+    if mistake == "no log":
+        return -picked
+    return -torch.log2(picked) if mistake == "bits" else -torch.log(picked)
+
+
+def previous_char_head(model, ids, mistake=None):
+    """A learner's search for the previous-character head of a GPTModel."""
+    model(ids)
+    scores = torch.stack([
+        block.att.attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+        for block in model.trf_blocks
+    ])  # (num_layers, num_heads)  # fmt: skip
+    flat = int(scores.argmin() if mistake == "lowest" else scores.argmax())
+    layer, head = divmod(flat, scores.shape[1])
+    return (layer + 1, head + 1) if mistake == "one-based" else (layer, head)
+
+
+NB11_REFERENCE = {  # the right answers of notebook 11, for tests/test_checks.py
+    "sampling_probabilities": sampling.sampling_probabilities,
+    "bpe_merge_step": bpe_step,
+    "per_token_loss": token_loss,
+    "perplexity": lambda losses: losses.mean().exp().item(),
+    "find_previous_char_head": previous_char_head,
+}
 
 WRONG: list[Wrong] = [
     Wrong("sdpa no scale", "scaled_dot_product_attention", _sdpa_with("no_scale"), ("sqrt",)),
@@ -535,6 +1132,7 @@ WRONG: list[Wrong] = [
     Wrong("mha count without out_proj", "mha_parameter_count", 108, ("out_proj",)),
     Wrong("weights count without heads", "attn_weights_numel", 2 * 1024 * 1024, ("head",)),
     Wrong("memory grows linearly", "attn_memory_ratio", 2, ("squared",)),
+    Wrong("weights count visible only", "attn_weights_numel", 12_595_200, ("visible", "numel")),
     Wrong("weightless scaled", "weightless_attention", weightless_with("scaled"), ("no scaling",)),
     Wrong(
         "weightless softmax axis",
@@ -635,7 +1233,105 @@ WRONG: list[Wrong] = [
         ("CausalAttention_mask_lost",),
     ),
     Wrong("answer in a list", "causal_attention_parameters", [24], ("one whole number",)),
-]
+    # dropout judged by what it means
+    Wrong("dropout unscaled", "causal_attention", causal_hand("unscaled"), ("1/(1 - p)",)),
+    Wrong("dropout on the context", "causal_attention", causal_hand("context"), ("output",)),
+    Wrong("dropout rate 0.5 by hand", "causal_attention", causal_hand("rand", 0.5), ("50%",)),
+    Wrong("dropout rate 0.1 by hand", "bug_keys_for_values", causal_hand("rand", 0.1), ("10%",)),
+    Wrong("feed-forward nn.Dropout(0.1)", "feed_forward", FeedForwardDropoutRate, ("p=0.1",)),
+    Wrong("encoder ffn built with 0.0", "encoder_layer", EncoderQuietFeedForward, ("p=0.0",)),
+    Wrong("encoder dropout 0.5 by hand", "encoder_layer", EncoderHalfDropout, ("50%",)),
+    Wrong("block ff with dropout", "transformer_block", BlockDropoutFeedForward, ("ff.dropout",)),
+    # parameters: four mistakes, four hints
+    Wrong("out_proj without bias", "multi_head_attention", OutProjNoBias, ("no bias",)),
+    Wrong("qkv_bias ignored", "causal_attention", CausalAlwaysBias, ("bias=qkv_bias",)),
+    Wrong("heads in a plain list", "multi_head_wrapper", WrapperPlainList, ("nn.ModuleList",)),
+    Wrong("[head] * num_heads", "multi_head_wrapper", WrapperSharedHead, ("same module",)),
+    Wrong("layer norm buffers", "layer_norm", LayerNormBuffers, ("buffers", "nn.Parameter")),
+    Wrong("norm2 = norm1", "encoder_layer", EncoderSharedNorm, ("same module", "norm2")),
+    # initial values and constructor arguments
+    Wrong("layer norm random scale", "layer_norm", LayerNormRandomStart, ("torch.ones",)),
+    Wrong("layer norm zero scale", "layer_norm", LayerNormZeroScale, ("torch.ones",)),
+    Wrong("layer norm eps ignored", "layer_norm", LayerNormFixedEps, ("eps",)),
+    # buffers used by forward, sizes from the arguments
+    Wrong("mask made in forward", "causal_attention", CausalFreshMask, ("register_buffer",)),
+    Wrong("buffer replaced in forward", "multi_head_attention", MHAFreshMask, ("register_buffer",)),
+    Wrong("mask sized by d_in", "causal_attention", CausalMaskFromDin, ("context_length",)),
+    Wrong("causal scaled by sqrt(d_in)", "causal_attention", CausalScaledByDin, ("sqrt(d_in)",)),
+    Wrong("mha scaled by sqrt(d_in)", "multi_head_attention", MHAScaledByDin, ("sqrt(d_in)",)),
+    Wrong("sdpa pair swapped", "scaled_dot_product_attention", sdpa_swapped, ("swapped",)),
+    Wrong("numpy pair swapped", "numpy_self_attention", numpy_self_attention_swapped, ("swapped",)),
+    Wrong("split heads view only", "split_heads", split_heads_no_transpose, ("transpose(1, 2)",)),
+    Wrong("fails on a later size", "causal_attention", CausalViewWithDin, ("view or reshape",)),
+    Wrong("encoder needs a mask", "encoder_layer", EncoderMaskRequired, ("mask or none",)),
+    Wrong("mask not sliced", "causal_attention", CausalMaskNotSliced, ("self.mask[:num_tokens",)),
+    Wrong("view with context_length", "multi_head_attention", MHAViewWithContext, ("x.shape",)),
+    Wrong("W_key on the queries", "causal_attention", CausalProjectsTwice, ("in_features",)),
+    Wrong(
+        "mask diagonal=2",
+        "causal_mask",
+        lambda n: torch.ones(n, n, dtype=torch.bool).triu(diagonal=2),
+        ("j = i + 1",),
+    ),
+    Wrong(
+        "padding mask (b, 1, T)",
+        "padding_mask",
+        lambda lengths, n: attention.padding_mask(lengths, n)[:, 0],
+        ("(b, 1, 1, num_tokens)",),
+    ),
+    Wrong("layer norm std + eps", "layer_norm", LayerNormAnnotated, ("x.std()",)),
+    Wrong("online raw exp", "online_softmax_update", online_raw_exp, ("raw scores",)),
+    Wrong("tile forgets the running max", "attention_tile", tile_new_max_only, ("running max",)),
+    Wrong("cross-attention without biases", "cross_attention", CrossNoBias, ("bias=True",)),
+    # autograd exercised
+    Wrong("sdpa under no_grad", "scaled_dot_product_attention", sdpa_no_grad, ("no_grad",)),
+    Wrong("sdpa in NumPy", "scaled_dot_product_attention", sdpa_numpy, ("numpy", "gradient")),
+    Wrong("split heads in NumPy", "split_heads", split_heads_numpy, ("numpy",)),
+    Wrong("merge heads detached", "merge_heads", merge_heads_detached, ("detach",)),
+    # inputs in the dangerous range
+    Wrong("numpy softmax shift by min", "numpy_softmax", numpy_softmax_shift_min, ("min",)),
+    Wrong("numpy softmax shift by mean", "numpy_softmax", numpy_softmax_shift_mean, ("mean",)),
+    Wrong("mask sliced from 1024", "causal_mask", causal_mask_sliced, ("one cached tensor",)),
+    Wrong("mask memoised", "causal_mask", causal_mask_memoised, ("same memory",)),
+    Wrong("online (s, m) swapped", "online_softmax_update", online_swapped, ("order",)),
+    Wrong("online exp first", "online_softmax_update", online_exp_first, ("overflow",)),
+    Wrong("tile exp first", "attention_tile", tile_exp_first, ("overflow", "88")),
+    Wrong(
+        "tile rescale exp(m) / exp(m_new)",
+        "attention_tile",
+        tile_first_tile_nan,
+        ("exp(m - m_new)",),
+    ),
+    Wrong("tiled per-head matrix", "tiled_attention", tiled_per_head_matrix, ("full",)),
+    Wrong("tiled full mask", "tiled_attention", tiled_full_mask, ("mask inside the tile",)),
+    # notebook 11
+    Wrong("sampling softmax axis", "sampling_probabilities",
+          partial(sample_probs, mistake="softmax axis"), ("wrong axis",)),
+    Wrong("temperature after softmax", "sampling_probabilities",
+          partial(sample_probs, mistake="temperature after softmax"), ("after the softmax",)),
+    Wrong("top-p one too few", "sampling_probabilities",
+          partial(sample_probs, mistake="top-p too few"), ("one token too few",)),
+    Wrong("top-p one too many", "sampling_probabilities",
+          partial(sample_probs, mistake="top-p too many"), ("one token too many",)),
+    Wrong("top-k ties by position", "sampling_probabilities",
+          partial(sample_probs, mistake="top-k by position"), ("ties", "position")),
+    Wrong("top-k ties dropped", "sampling_probabilities",
+          partial(sample_probs, mistake="top-k strict"), ("tie",)),
+    Wrong("bpe tie last", "bpe_merge_step", partial(bpe_step, mistake="tie last"), ("first",)),
+    Wrong("bpe overlapping", "bpe_merge_step", partial(bpe_step, mistake="overlapping"),
+          ("expected",)),
+    Wrong("loss without log", "per_token_loss", partial(token_loss, mistake="no log"), ("-log",)),
+    Wrong("loss in bits", "per_token_loss", partial(token_loss, mistake="bits"), ("nats",)),
+    Wrong("loss axis", "per_token_loss", partial(token_loss, mistake="axis"), ("wrong axis",)),
+    Wrong("perplexity mean of exp", "perplexity", lambda losses: losses.exp().mean().item(),
+          ("MEAN loss",)),
+    Wrong("perplexity base 2", "perplexity", lambda losses: 2 ** losses.mean().item(),
+          ("nats",)),
+    Wrong("previous-character head one-based", "find_previous_char_head",
+          partial(previous_char_head, mistake="one-based"), ("from 0",)),
+    Wrong("previous-character head lowest", "find_previous_char_head",
+          partial(previous_char_head, mistake="lowest"), ("lowest",)),
+]  # fmt: skip
 
 NOT_IN_NUMPY_HINTS = ("dim=-1", "masked_fill", "torch.")  # torch words
 
@@ -695,4 +1391,18 @@ CORRECT: list[tuple[str, str, object]] = [
     ("mha fused", "multi_head_attention", MHAFused),
     ("sdpa_attention fused", "sdpa_attention", MHAFused),
     ("layer norm F.layer_norm", "layer_norm", LayerNormFunctional),
+    ("causal dropout rand_like >= p", "causal_attention", causal_hand("rand")),
+    ("causal dropout bernoulli", "causal_attention", causal_hand("bernoulli")),
+    ("bug zoo dropout by hand", "bug_mask_in_place", causal_hand("rand")),
+    ("mha dropout bernoulli", "multi_head_attention", MHAHandDropout),
+    ("feed-forward dropout by hand", "feed_forward", FeedForwardHandDropout),
+    ("encoder dropout by hand", "encoder_layer", EncoderHandDropout),
+    ("block dropout by hand", "transformer_block", BlockHandDropout),
+    ("causal mask on x.device", "causal_attention", CausalDevicePlaced),
+    ("numpy softmax clipped", "numpy_softmax", numpy_softmax_clipped),
+    ("causal forward reads a value", "causal_attention", CausalChecksItsInput),
+    ("causal mask .to(x.device)", "causal_attention", CausalMaskMovedToInput),
+    ("sampling sort-based top-p", "sampling_probabilities", sample_probs),
+    ("loss cross_entropy", "per_token_loss", partial(F.cross_entropy, reduction="none")),
+    ("perplexity tensor", "perplexity", lambda losses: losses.mean().exp()),
 ]

@@ -1,9 +1,10 @@
 """The kernel side of official grading: runs the grader's requests on the learner's objects.
 
-The grader (``remote.py``, another process) writes a request with ``torch.save`` and runs
-``serve(request, reply)`` in the learner's kernel. The reply holds DATA only (tensors,
-arrays, numbers, strings, containers of those), read back with ``torch.load(...,
-weights_only=True)``; any other object stays in the kernel and is named by a handle. The
+The grader (``remote.py``, another process) runs ``serve(request)`` in the learner's kernel,
+the request a ``torch.save`` record inside the code; the reply goes back as display data
+over the kernel's own channel. It holds DATA only (tensors, arrays, numbers, strings,
+containers of those), read back with ``torch.load(..., weights_only=True)`` and checked
+against a strict schema; any other object stays in the kernel and is named by a handle. The
 grader computes every verdict on its own side from that data, so nothing in this module
 has to be trusted: a learner who tampers with it can only send back wrong data, or the
 right data, which means computing the right answer.
@@ -14,9 +15,13 @@ right data, which means computing the right answer.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import copy
+import io
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -30,7 +35,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .errors import caused_by, describe_error, is_learner_file
-from .kernels import OFFICIAL_ENV
+from .kernels import OFFICIAL_ENV, REPLY_MIME
+
+MAX_REPLY_BYTES = 60 << 20  # the grader refuses more than 64 MiB
 
 __all__ = ["OFFICIAL_ENV", "ANSWERS", "serve", "call", "module_info", "time_limit", "TimeLimit"]
 
@@ -39,6 +46,16 @@ _MISSING = {"__missing__": True}
 _HANDLES: dict[int, object] = {}
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 _GRADING_DIR = str(Path(__file__).resolve().parent)
+
+
+def _import_dynamo() -> None:
+    import torch._dynamo  # noqa: F401
+
+
+# The meta device's first masked_fill imports torch._dynamo (2 to 4 s). Imported here in the
+# background, so no check's time limit stops that import halfway: a half import breaks
+# every later call on the meta device ("Duplicate dispatch rule").
+threading.Thread(target=_import_dynamo, name="import torch._dynamo", daemon=True).start()
 
 
 class TimeLimit(BaseException):
@@ -91,8 +108,6 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
 
 def _on_main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 
@@ -170,7 +185,9 @@ def _after(value: object) -> object:
     """An argument after the call: a module's state, a tensor's or array's values, another
     object's attributes (e.g. a KV cache the call filled)."""
     if isinstance(value, nn.Module):
-        return {k: v.detach().clone() for k, v in value.state_dict().items()}
+        hooks = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in value.modules())
+        state = {k: v.detach().clone() for k, v in value.state_dict().items()}
+        return {"__state__": state, "__hooks__": hooks}
     if isinstance(value, torch.Tensor | np.ndarray):
         return value
     if hasattr(value, "__dict__") and not isinstance(value, type):
@@ -191,6 +208,21 @@ class _LargestOutput(TorchDispatchMode):
             if isinstance(t, torch.Tensor):
                 self.largest = max(self.largest, t.numel())
         return out
+
+
+class _DeviceMix(TorchDispatchMode):
+    """Records the first operator that got tensors of two devices (meta and a CPU mask: an
+    in-place masked_fill_ allows that on meta, a GPU does not)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mixed: str | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        tensors = [a for a in (*args, *(kwargs or {}).values()) if isinstance(a, torch.Tensor)]
+        if len({t.device.type for t in tensors if t.dim() > 0}) > 1 and self.mixed is None:
+            self.mixed = str(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
 
 
 class _SdpaCounter(TorchFunctionMode):
@@ -230,26 +262,41 @@ def _op_getattr(obj: object, name: str) -> object:
 
 def _op_build(cls: type, args: tuple, seed: int, values: dict | None = None) -> dict:
     """Construct ``cls(*args)`` under ``seed``; load ``values`` where names and shapes match
-    (the grader checks them against the reference from the info returned); eval mode."""
+    (the grader checks them against the reference from the info returned); eval mode.
+    ``initial`` holds the parameters as the constructor made them."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         instance = cls(*args)
     if not isinstance(instance, nn.Module):
         return {"instance": instance, "module": False}
     params = dict(instance.named_parameters())
+    initial = {name: p.detach().clone() for name, p in params.items()}
     with torch.no_grad():
         for name, value in (values or {}).items():
             if name in params and params[name].shape == value.shape:
                 params[name].copy_(value)
-    return {"instance": instance.eval(), "module": True, **module_info(instance)}
+    return {
+        "instance": instance.eval(),
+        "module": True,
+        "initial": initial,
+        **module_info(instance),
+    }
 
 
 def module_info(module: nn.Module) -> dict:
-    """Parameter names and shapes, buffer names, state_dict keys."""
+    """Parameter names and shapes, buffer names and shapes, state_dict keys, the rate of
+    each dropout module, and each submodule that is another one under a second name."""
+    first: dict[int, str] = {}
+    aliases = {}
+    for name, sub in module.named_modules(remove_duplicate=False):
+        aliases.update({name: first[id(sub)]} if id(sub) in first else {})
+        first.setdefault(id(sub), name)
     return {
         "parameters": {n: tuple(p.shape) for n, p in module.named_parameters()},
-        "buffers": [n for n, _ in module.named_buffers()],
+        "buffers": {n: tuple(b.shape) for n, b in module.named_buffers()},
         "state_keys": list(module.state_dict()),
+        "dropout": {n: float(m.p) for n, m in module.named_modules() if isinstance(m, nn.Dropout)},
+        "aliases": aliases,
     }
 
 
@@ -262,6 +309,8 @@ def call(
     train=None,
     backward_seed=None,
     track_largest=False,
+    peak_memory=False,
+    device=None,
 ):
     """Call ``func``; the result, the arguments afterwards and whatever the options ask for.
 
@@ -273,9 +322,20 @@ def call(
             return the gradients of the first argument and of ``func``'s parameters.
         track_largest: also return ``largest``, the most elements of any tensor an
             operator returned during the call (tiled attention must stay below n x n).
+        peak_memory: also return ``peak_memory``: None here; official grading measures it
+            from outside the kernel (``Remote.call``).
+        device: call a copy of the module ``func`` moved there, on the arguments moved there
+            (``"meta"``: what a forward builds on the CPU shows); ``mixed_devices`` names
+            the first operator that got tensors of two devices.
+
+    A tensor result also gives ``storage``, the address of its memory (two results of a
+    function that returns views of one cached tensor share it).
     """
     kwargs = kwargs or {}
     reply: dict = {}
+    if device is not None:
+        func = copy.deepcopy(func).to(device) if isinstance(func, nn.Module) else func
+        args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in args)
     if train is not None:
         func.train(train)
     if backward_seed is not None:
@@ -290,6 +350,7 @@ def call(
             stack.enter_context(torch.no_grad())
         counter = stack.enter_context(_SdpaCounter())
         largest = stack.enter_context(_LargestOutput()) if track_largest else None
+        mix = stack.enter_context(_DeviceMix()) if device is not None else None
         before = _state(func) if isinstance(func, nn.Module) else {}
         reply["result"] = func(*args, **kwargs)
         if isinstance(func, nn.Module):
@@ -298,9 +359,15 @@ def call(
         reply["sdpa_calls"] = counter.calls
         if largest is not None:
             reply["largest"] = largest.largest
+        if mix is not None:
+            reply["mixed_devices"] = mix.mixed
+        if isinstance(reply["result"], torch.Tensor):
+            reply["storage"] = reply["result"].untyped_storage().data_ptr()
     if backward_seed is not None:
         reply["grads"] = _backward(func, reply["result"], args, backward_seed)
     reply["after"] = [_after(a) for a in (*args, *kwargs.values())]
+    if peak_memory:
+        reply["peak_memory"] = None
     return reply
 
 
@@ -334,11 +401,11 @@ def _backward(module, output, inputs, seed: int) -> dict:
         (output * g).sum().backward()
     except RuntimeError as exc:
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
-    first = inputs[0] if inputs else None
     grads = {
-        "input": first.grad.detach().clone()
-        if _is_float_tensor(first) and first.grad is not None
-        else None,
+        "inputs": [
+            a.grad.detach().clone() if _is_float_tensor(a) and a.grad is not None else None
+            for a in inputs
+        ],
         "params": {n: p.grad.detach().clone() for n, p in params.items() if p.grad is not None},
     }
     for p in params.values():
@@ -378,21 +445,22 @@ _OPS: dict[str, Callable[..., object]] = {
 }
 
 
-def serve(request_path: str, reply_path: str) -> None:
-    """Run one request from the grader and write the reply (never raises)."""
+def serve(request: str) -> None:
+    """Run one request from the grader (a ``torch.save`` record, base64) and publish the
+    reply as display data of type ``REPLY_MIME`` (never raises)."""
     reply: dict
     reference = _ReferenceCalls()
     try:
-        request = torch.load(request_path, weights_only=False)
-        op, limit = request["op"], request.get("time_limit")
-        args = [_decode(a) for a in request["args"]]
-        kwargs = {k: _decode(v) for k, v in request.get("kwargs", {}).items()}
+        request_data = torch.load(io.BytesIO(base64.b64decode(request)), weights_only=False)
+        op, limit = request_data["op"], request_data.get("time_limit")
+        args = [_decode(a) for a in request_data["args"]]
+        kwargs = {k: _decode(v) for k, v in request_data.get("kwargs", {}).items()}
         previous_profile = sys.getprofile()
         sys.setprofile(reference)
         try:
             with time_limit(limit):
                 if op == "call":
-                    value = call(args[0], args[1:], kwargs, **request.get("options", {}))
+                    value = call(args[0], args[1:], kwargs, **request_data.get("options", {}))
                 else:
                     value = _OPS[op](*args, **kwargs)
                 value = encode(value)
@@ -404,4 +472,12 @@ def serve(request_path: str, reply_path: str) -> None:
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from learner code too
         reply = {"exception": _exception(exc)}
     reply["package_calls"] = sorted(reference.names)
-    torch.save(reply, reply_path)
+    buffer = io.BytesIO()
+    torch.save(reply, buffer)
+    if buffer.tell() > MAX_REPLY_BYTES:
+        reply = {"exception": _exception(ValueError("the answer is too large to send"))}
+        buffer = io.BytesIO()
+        torch.save(reply, buffer)
+    from IPython.display import publish_display_data
+
+    publish_display_data({REPLY_MIME: base64.b64encode(buffer.getvalue()).decode()})

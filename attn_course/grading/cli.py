@@ -2,9 +2,20 @@
 
 * ``grade PATH... [--json FILE] [--strict]``: prints a score table (one row per notebook,
   one verdict line per check).
-* ``grade --roster DIR --out OUT [--shard i/n]``: every student of DIR (a folder or a zip
-  each) into OUT/students/*.json and OUT/gradebook.csv, resumable (see ``roster.py``).
-* ``grade --merge OUT1 OUT2 ... --out OUT``: combine shards into one gradebook.
+* ``grade --roster DIR --out OUT [--shard i/n] [--feedback]``: every student of DIR (a folder
+  or a zip each; nbgrader's ``submitted/`` too) into OUT/students/*.json, OUT/gradebook.csv,
+  OUT/canvas.csv (Canvas's gradebook import) and, with ``--feedback``, one HTML page per
+  student in OUT/feedback/; resumable (see ``roster.py``).
+* ``grade --merge OUT1 OUT2 ... --out OUT``: combine shards into one gradebook; a student
+  file whose signature does not verify is refused by name.
+
+Student files are signed with a key kept outside OUT: ``--key-file``, else the environment
+variable ATTN_GRADE_KEY, else ~/.config/attn-course/grading.key (made on first use).
+Everything a learner wrote is printed with its control characters escaped.
+
+Every notebook's kernel runs in a sandbox (``sandbox.py``: bubblewrap). ``--roster`` refuses
+to run without it; a learner grading their own notebooks may pass ``--no-sandbox`` (and
+``grade`` without bubblewrap installed falls back to it), with a warning.
 
 Exit status 0 whenever grading ran, whatever the score; with ``--strict`` 1 below full
 marks; 2 for a usage error (a path that does not exist, a folder without notebooks).
@@ -14,10 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from ..execute import notebook_paths
+from . import sandbox
+from .escape import clean
 from .kernels import CELL_TIMEOUT, KernelPool
 from .result import NotebookReport
 
@@ -30,7 +44,7 @@ def _progress(total: int):
         nonlocal done
         done += 1
         print(
-            f"[{done}/{total}] {report.path}: {report.score}/{report.max_score} "
+            f"[{done}/{total}] {clean(report.path)}: {report.score}/{report.max_score} "
             f"({report.seconds:.1f} s)",
             file=sys.stderr,
             flush=True,
@@ -41,18 +55,27 @@ def _progress(total: int):
 
 def _table(reports: list[NotebookReport]) -> str:
     """The score table: notebook, score, seconds; each check's verdict underneath."""
-    width = max(len("notebook"), *(len(r.path) for r in reports))
+    paths = [clean(r.path) for r in reports]
+    width = max(len("notebook"), *map(len, paths))
     lines = [f"{'notebook':<{width}}  score  time"]
-    for report in reports:
+    for path, report in zip(paths, reports, strict=True):
         score = f"{report.score}/{report.max_score}"
-        lines.append(f"{report.path:<{width}}  {score:>5}  {report.seconds:4.1f} s")
+        lines.append(f"{path:<{width}}  {score:>5}  {report.seconds:4.1f} s")
         if report.error:
-            lines.append(f"    ⚠ {report.error}")
-        lines.extend(f"    {result.verdict}" for result in report.checks)
+            lines.append(f"    ⚠ {clean(report.error)}")
+        lines.extend(f"    {clean(result.verdict)}" for result in report.checks)
     total = sum(r.score for r in reports)
     max_total = sum(r.max_score for r in reports)
     lines.append(f"{'total':<{width}}  {f'{total}/{max_total}':>5}")
     return "\n".join(lines)
+
+
+def _sandbox_or_warn() -> bool:
+    """Whether the sandbox can run here; if not, say so (grading goes on without it)."""
+    problem = sandbox.available()
+    if problem:
+        print(f"warning: {problem}. Grading without the sandbox.", file=sys.stderr)
+    return problem is None
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -76,8 +99,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--merge", type=Path, nargs="+", help="--out folders of roster shards")
     parser.add_argument("--out", type=Path, help="where --roster / --merge write")
     parser.add_argument("--shard", type=_shard, default=(1, 1), help="grade shard i of n")
+    parser.add_argument(
+        "--feedback",
+        action="store_true",
+        help="--roster: one HTML page per student in OUT/feedback",
+    )
+    parser.add_argument(
+        "--key-file", type=Path, help="the key that signs student files (kept outside OUT)"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
     parser.add_argument("--strict", action="store_true", help="exit 1 below full marks")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the kernels without the sandbox: only for your own notebooks",
+    )
     parser.add_argument(
         "--jobs", type=int, default=2, help="notebooks graded in parallel (default 2)"
     )
@@ -88,8 +124,16 @@ def main(argv: list[str]) -> int:
         help=f"seconds a cell may run before it is interrupted (default {CELL_TIMEOUT})",
     )
     args = parser.parse_args(argv)
+    if args.feedback and not args.roster:
+        parser.error("--feedback goes with --roster (each shard writes its own students' pages)")
     if args.roster or args.merge:
         return _class_mode(parser, args)
+    if args.no_sandbox:
+        print(
+            "warning: --no-sandbox: the notebooks' code runs as you, with your files, "
+            "environment and network. Grade only your own notebooks this way.",
+            file=sys.stderr,
+        )
     if not args.paths:
         parser.error("name notebooks or folders to grade (or --roster DIR --out OUT)")
     for path in map(Path, args.paths):
@@ -100,8 +144,10 @@ def main(argv: list[str]) -> int:
     if args.jobs < 1 or args.cell_timeout < 1:
         parser.error("--jobs and --cell-timeout must be at least 1")
 
+    sandboxed = not args.no_sandbox and _sandbox_or_warn()
     paths = notebook_paths(args.paths)
-    pool = KernelPool(warm=args.jobs, needed=len(paths))  # kernels start while torch loads
+    # the kernels start while torch loads
+    pool = KernelPool(warm=args.jobs, needed=len(paths), sandboxed=sandboxed)
     from .runner import grade_notebooks
 
     if len(paths) > 1:
@@ -126,19 +172,36 @@ def main(argv: list[str]) -> int:
 def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--roster`` or ``--merge``."""
     from .roster import grade_roster, merge
+    from .seal import KEY_ENV, load_key
 
     if args.paths or (args.roster and args.merge):
         parser.error("--roster and --merge take no notebook paths, and not each other")
     if not args.out:
         parser.error("--roster and --merge need --out FOLDER")
     if args.merge:
-        missing = [p for p in args.merge if not (p / "students").is_dir()]
+        missing = [p for p in args.merge if not p.is_dir()]
         if missing:
-            parser.error(f"not a roster output (no students/ folder): {missing[0]}")
-        students = merge(args.merge, args.out)
+            parser.error(f"no such folder: {missing[0]}")
+    elif not args.roster.is_dir():
+        parser.error(f"no such folder: {args.roster}")
+    elif args.out.resolve().is_relative_to(args.roster.resolve()):
+        parser.error("--out must be outside the roster folder, where no submission can reach it")
+    if args.roster and (args.no_sandbox or sandbox.available()):
+        problem = sandbox.available()
+        parser.error(
+            "a class is graded in the sandbox only (--no-sandbox is for your own "
+            f"notebooks){': ' + problem if problem else ''}"
+        )
+    try:
+        key = load_key(args.key_file, args.out, create=not args.merge)
+    except ValueError as exc:
+        parser.error(str(exc))
+    os.environ.pop(KEY_ENV, None)  # no kernel started from here inherits the key
+    if args.merge:
+        students = merge(args.merge, args.out, key)
     else:
-        if not args.roster.is_dir():
-            parser.error(f"no such folder: {args.roster}")
-        students = grade_roster(args.roster, args.out, args.shard, args.jobs, args.cell_timeout)
+        students = grade_roster(
+            args.roster, args.out, key, args.shard, args.jobs, args.cell_timeout, args.feedback
+        )
     print(f"{len(students)} students; gradebook: {args.out / 'gradebook.csv'}")
     return 0

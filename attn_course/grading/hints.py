@@ -36,16 +36,25 @@ HINTS: dict[str, str] = {
     # the causal mask
     "causal_inverted": "mask inverted: True must mean HIDDEN, i.e. the future (above the "
     "diagonal).",
+    "causal_next_visible": "off by one: the key right after the query (j = i + 1) is the "
+    "future too; torch.triu(..., diagonal=1) hides it, diagonal=2 does not.",
     "causal_past": "the mask hides the past (below the diagonal) instead of the future: "
     "use torch.triu, not torch.tril.",
     # multi-head attention; splitting and merging heads (notebooks 03 and 04)
     "split_reshape": "heads split with reshape/view straight to (b, num_heads, num_tokens, "
     "head_dim), which mixes tokens and heads: view as (b, num_tokens, num_heads, head_dim), "
     "then transpose(1, 2).",
+    "split_no_transpose": "that is the shape after the view: transpose(1, 2) then groups "
+    "the tokens by head, (b, num_heads, num_tokens, head_dim).",
     "merge_no_transpose": "heads merged without transposing back: transpose(1, 2) to (b, "
     "num_tokens, num_heads, head_dim) before .contiguous().view(b, num_tokens, d_out).",
     "scale_d_out": "scores scaled by sqrt(d_out) instead of sqrt(head_dim): each head's dot "
     "products have head_dim terms, so divide by head_dim ** 0.5.",
+    "scale_d_in": "scores scaled by sqrt(d_in), the input width: the dot products have as "
+    "many terms as a query has numbers, so divide by keys.shape[-1] ** 0.5.",
+    "scale_width": "scores scaled by the width of the whole projection (sqrt(d_out), here "
+    "equal to sqrt(d_in)) instead of sqrt(head_dim): each head's dot products have head_dim "
+    "terms, so divide by head_dim ** 0.5.",
     "no_out_proj": "missing out_proj: apply self.out_proj to the merged heads.",
     "wrapper_out_proj": "the heads are right but the wrapper has no output projection: "
     "set mha.out_proj to the identity (weight = torch.eye(d_out), bias = 0).",
@@ -66,10 +75,15 @@ HINTS: dict[str, str] = {
     # layer norm
     "unbiased": "use the biased variance: x.var(dim=-1, keepdim=True, unbiased=False), like "
     "nn.LayerNorm.",
+    "std_eps_outside": "this is x.std() + eps (the unbiased standard deviation, eps outside "
+    "the root): use the biased variance and put eps inside, "
+    "(x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=False) + eps).",
     "eps_outside": "eps goes inside the square root: sqrt(var + eps), not sqrt(var) + eps "
     "(the two differ for rows whose values barely differ).",
     "no_eps": "eps is missing: a row whose values are all equal has variance 0, and 0 / 0 is "
     "NaN. Divide by torch.sqrt(var + self.eps).",
+    "eps_ignored": "the eps argument is ignored (this layer was built with another eps): "
+    "store it in __init__ (self.eps = eps) and use self.eps in forward.",
     "norm_dim": "normalise each token vector: mean and variance over the last dim (dim=-1, "
     "keepdim=True).",
     "no_affine": "missing the learned scale and shift: return scale * norm + shift.",
@@ -119,12 +133,44 @@ HINTS: dict[str, str] = {
     "function with @torch.no_grad().",
     "view_not_contiguous": "after transpose the tensor is not contiguous in memory, so .view "
     "fails: call .contiguous() before .view (or use .reshape).",
+    # backward through a function (expect.expect_function_gradients)
+    "no_autograd": "Training needs the gradients: compute with torch operations on the "
+    "tensors themselves, not under torch.no_grad(), not through NumPy (.numpy()) and not on "
+    ".detach()ed or .data copies.",
+    # errors raised in a module's forward (expect.FORWARD_ERROR_HINTS)
+    "mask_not_sliced": "The mask holds context_length x context_length entries: slice it to "
+    "the input's length, self.mask[:num_tokens, :num_tokens].",
+    "view_sizes": "A view or reshape asks for sizes that do not fit the tensor: take each "
+    "size from the tensor itself (b, num_tokens = x.shape[:2]) or from the right constructor "
+    "argument (head_dim = d_out // num_heads), not from another argument or a fixed number.",
+    "linear_width": "A matrix product got the wrong widths: nn.Linear(in_features, "
+    "out_features) takes inputs whose last dim is in_features (d_in for W_query, W_key, "
+    "W_value; d_out for out_proj).",
     # a module that keeps state between calls (expect.expect_module)
-    "kept_state": "forward must not change the module between calls (e.g. self.mask = "
-    "self.mask[:n, :n] shrinks the mask for good): slice into a local variable.",
+    "longer_input": "Does forward handle every length up to context_length? Slice the mask "
+    "built in __init__ from context_length: self.mask[:num_tokens, :num_tokens].",
     "kept_state_named": "forward changed {names} on an earlier call and kept the change (the "
     "lecture's forward does not): keep what one call computes in local variables, e.g. "
     "mask = self.mask[:n, :n].",
+    "other_configuration": "Look at what differs between the two (the sizes, d_in against "
+    "d_out, the number of heads, a mask or none): a fixed number, or one argument used where "
+    "another belongs, fails only on some configurations.",
+    # dropout judged by what it means (expect.expect_dropout), in training mode
+    "dropout_module_rate": "your self.{name} drops with p={got}, the lecture's with "
+    "p={want}: build each dropout from the constructor's dropout argument (a sublayer "
+    "built with 0.0 or a hard-coded rate drops the wrong share).",
+    "dropout_unscaled": "the kept values are not scaled by 1/(1 - p), so on average the "
+    "output shrinks. nn.Dropout does the scaling; a hand-written mask needs it: "
+    "w * keep / (1 - p).",
+    "dropout_rate": "it drops about {got:.0%} of the values instead of the dropout argument's "
+    "{want:.0%}: use the rate the module was built with, not a fixed one.",
+    "dropout_missing_at": "no dropout where the lecture's self.{name} applies it: build "
+    "that part with the constructor's dropout argument, not 0.0.",
+    # a module moved to another device (expect.expect_on_meta)
+    "device": "A tensor built in forward (torch.ones(...), torch.triu(...)) stays on the CPU "
+    "when the module moves to a GPU: build the mask once in __init__ with "
+    "self.register_buffer('mask', ...), which .to(device) moves with the weights, and slice "
+    "it in forward (or create tensors with device=x.device).",
     # trained attention (notebook 08)
     "previous_diagonal": "this is the weight a query gives ITSELF (the diagonal); the previous "
     "token is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
@@ -163,8 +209,9 @@ HINTS: dict[str, str] = {
     "its COLUMNS: out_proj.weight[:, head * head_dim : (head + 1) * head_dim].",
     "ablation_next_head": "you zeroed the next head: head h owns columns h * head_dim up "
     "to (h + 1) * head_dim, counting from 0.",
-    "ablation_queries": "zeroing the queries does not silence a head: it then attends "
-    "uniformly and still writes its values. Zero its out_proj columns.",
+    "ablation_queries": "zeroing a head's queries (or its keys, which gives the same "
+    "output) does not silence it: its scores all become 0, so it attends uniformly and still "
+    "writes its values. Zero its out_proj columns.",
     # generation and the KV cache (notebook 09)
     "window_one_too_many": "off by one: each query sees `window` keys, itself included, "
     "so hide the keys `window` or more positions back (i - j >= window).",
@@ -187,19 +234,81 @@ HINTS: dict[str, str] = {
     "online_no_rescale": "forgot to rescale the running sum: when the max grows from m to "
     "m_new, every term already in s was computed against the old max; multiply s by "
     "exp(m - m_new) before adding the new terms.",
+    "online_no_shift": "the new terms are exp of the raw scores: subtract the new running "
+    "max, exp(block - m_new) (exp overflows otherwise), and rescale s by exp(m - m_new).",
     "online_rescale_inverted": "the rescale factor is upside down: it is exp(m - m_new) (at "
     "most 1), not exp(m_new - m).",
+    "online_overflow": "exp overflowed: compute exp(block - m_new) and exp(m - m_new), "
+    "differences with the running max (at most 0), never exp of a score alone.",
     "online_old_max": "the new terms must be exp(block - m_new), relative to the NEW max.",
     "tile_sum_not_rescaled": "forgot to rescale the running sum s by exp(m - m_new) when the "
     "max grows.",
     "tile_acc_not_rescaled": "forgot to rescale acc: the weighted sum of values so far was "
     "computed against the old max too; multiply it by exp(m - m_new), like s.",
+    "tile_overflow": "contains inf or NaN: exp overflowed (in float32 exp(x) is inf above "
+    "x = 88). Compute exp(scores - m_new) and exp(m - m_new), differences with the running "
+    "max (at most 0), never exp of a score alone.",
+    "tile_max_not_running": "m_new is the block's max alone: the running max is "
+    "torch.maximum(m, scores.amax(dim=-1, keepdim=True)), over every key block so far.",
     "tile_mask_ignored": "the mask is not applied: fill the hidden scores with -inf before exp.",
     "tiled_diagonal_skipped": "a causal block skipped wrongly: the key block on the "
     "diagonal (same positions as the query block) holds each query's own key "
     "and the ones just before it; visit key blocks up to the query block's END.",
     "tiled_diagonal_unmasked": "the diagonal tile is not masked: inside it, keys "
     "after a query are the future; mask them (key position > query position).",
+    "tiled_top_left": "with fewer queries than keys, the queries are the LAST positions (as "
+    "with a KV cache): query i sits at position num_keys - num_queries + i and sees the keys up "
+    "to it. Yours treats query i as position i.",
+    # the language model (notebook 11)
+    "sampling_softmax_axis": "softmax over the wrong axis: each ROW (one position's logits "
+    "over the vocabulary) must sum to 1; use torch.softmax(logits, dim=-1).",
+    "sampling_temperature_after": "the temperature is applied after the softmax: divide the "
+    "LOGITS by the temperature, then take the softmax (probabilities divided by T no "
+    "longer sum to 1).",
+    "sampling_no_temperature": "the temperature changes nothing: divide the logits by it "
+    "BEFORE the softmax (dividing the probabilities and renormalising undoes it).",
+    "sampling_greedy": "temperature 0 means greedy: probability 1 on the most likely token "
+    "(logits / 0 gives inf and NaN). Handle temperature == 0 first.",
+    "top_k_ties_by_position": "top-k keeps exactly k tokens and breaks ties at the k-th "
+    "largest logit by position: a token's fate must depend on its logit only. Keep every "
+    "token whose logit is >= the k-th largest (logits.topk(k, dim=-1).values[..., -1:]).",
+    "top_k_ties_dropped": "top-k drops the tokens that TIE with the k-th largest logit: keep "
+    "the logits >= the k-th largest, not >.",
+    "top_p_one_too_few": "top-p keeps one token too few: keep the smallest set of most likely "
+    "tokens whose probabilities add up to AT LEAST p, so the token that crosses p stays.",
+    "top_p_one_too_many": "top-p keeps one token too many: stop at the first token that "
+    "brings the total to at least p (a token stays when the more likely tokens hold LESS "
+    "than p).",
+    "bpe_least_frequent": "you merged the LEAST frequent pair: BPE merges the pair of "
+    "neighbouring tokens that occurs most often.",
+    "bpe_tie_last": "between equally frequent pairs, take the one that sorts FIRST "
+    "(min over (-count, pair)), as learn_merges does, so that learning is deterministic.",
+    "bpe_right_to_left": "the merges go right to left: in 'a a a' the pair (a, a) merges "
+    "as 'aa a', scanning from the left, and occurrences never overlap.",
+    "bpe_first_only": "only the first occurrence is merged: replace EVERY occurrence of the "
+    "pair, left to right.",
+    "loss_no_log": "the loss is -probability: take -log of the target's probability "
+    "(torch.log_softmax(logits, dim=-1) picks it out stably).",
+    "loss_bits": "the loss is in bits (log base 2): the course measures in nats, the natural "
+    "log that cross_entropy uses.",
+    "loss_softmax_axis": "the softmax runs over the wrong axis: each position's logits over "
+    "the vocabulary (dim=-1) form one distribution.",
+    "loss_sign": "the sign is wrong: the loss is MINUS the log-probability, so it is "
+    "positive and lower is better.",
+    "perplexity_mean_of_exp": "that is the mean of exp(loss): perplexity is exp of the MEAN "
+    "loss (the geometric mean of 1/probability).",
+    "perplexity_exp_sum": "exp of the SUM grows with the length of the text: take exp of the "
+    "MEAN loss.",
+    "perplexity_base_2": "the losses are in nats, so the perplexity is e ** mean, not 2 ** mean.",
+    "perplexity_no_exp": "that is the mean loss itself: the perplexity is exp(mean loss).",
+    "prev_char_one_based": "layers and heads are numbered from 0, as model.trf_blocks[layer] "
+    "and the columns of the weights are.",
+    "prev_char_diagonal": "that head looks at the character ITSELF (the diagonal); the previous "
+    "character is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
+    "prev_char_lowest": "that is the head with the LOWEST previous-character score: take the "
+    "argmax.",
+    "prev_char_first_token": "that head puts its weight on the first character (key 0), the "
+    "sink; the previous character is key t - 1.",
 }
 
 NUMPY_HINTS: dict[str, str] = {
@@ -213,6 +322,11 @@ NUMPY_HINTS: dict[str, str] = {
     "sum_j weights[i, j] * X[j], that is weights @ X.",
     "overflow": "exp overflows for large scores (exp(1000) = inf): subtract the max along the "
     "axis first (it does not change the result).",
+    "shift_min": "subtracting the MIN does not prevent the overflow: the largest score then "
+    "becomes max - min, and exp of a range of thousands is inf. Subtract the max: every "
+    "exponent is then <= 0.",
+    "shift_mean": "subtracting the MEAN does not prevent the overflow: a score thousands above "
+    "the mean still gives exp(...) = inf. Subtract the max: every exponent is then <= 0.",
     "wrong_axis": "normalised along the wrong axis: use the `axis` argument for the max and "
     "the sum.",
     "keepdims": "the sum needs keepdims=True, otherwise it broadcasts along the wrong axis.",

@@ -54,9 +54,9 @@ __all__ = [
 
 DROPOUT = 0.25  # modules under test get a real dropout, so its placement shows in train mode
 MHA_CONFIGS = [  # d_in, d_out, context_length, num_heads, qkv_bias, b, num_tokens
+    (5, 8, 10, 4, False, 1, 7),  # first: d_in, d_out and head_dim all differ
     (3, 6, 6, 2, False, 2, 4),
     (6, 6, 3, 3, True, 2, 2),
-    (5, 8, 10, 4, False, 1, 7),
     (4, 6, 5, 1, False, 3, 3),
     (3, 4, 4, 2, True, 1, 1),
 ]
@@ -65,7 +65,12 @@ MHA_CONFIGS = [  # d_in, d_out, context_length, num_heads, qkv_bias, b, num_toke
 def causal_mistakes(module: CausalAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
     """Mistake name -> the output of ``module`` (lecture class) on ``x`` with that mistake."""
     queries, keys, values = module.W_query(x), module.W_key(x), module.W_value(x)
-    mistakes = attention_mistakes(queries, keys, values, causal_mask(x.shape[1]))
+    mask = causal_mask(x.shape[1])
+    mistakes = attention_mistakes(queries, keys, values, mask)
+    d_in, d_out = x.shape[-1], keys.shape[-1]
+    if d_in != d_out:  # sqrt(d_in) instead of sqrt(keys.shape[-1])
+        rescaled = queries * (d_out / d_in) ** 0.5
+        mistakes["scale_d_in"] = scaled_dot_product_attention(rescaled, keys, values, mask)
     return {name: context for name, (context, _) in mistakes.items()}
 
 
@@ -79,17 +84,23 @@ def mha_mistakes(module: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch
     qh, kh, vh = (split_heads(t, num_heads) for t in (q, k, v))
     context = scaled_dot_product_attention(qh, kh, vh, mask)[0]
     mq, mk, mv = (t.reshape(b, num_heads, num_tokens, -1) for t in (q, k, v))  # tokens mixed
-    rescale = (module.head_dim / d_out) ** 0.5
+    d_in = x.shape[-1]
+
+    def scaled_by(width: int) -> torch.Tensor:  # the scores divided by sqrt(width)
+        rescaled = qh * (module.head_dim / width) ** 0.5
+        return module.out_proj(merge_heads(scaled_dot_product_attention(rescaled, kh, vh, mask)[0]))
+
     mistakes = {  # the multi-head mistakes first: they are the more specific diagnosis
         "split_reshape": module.out_proj(
             merge_heads(scaled_dot_product_attention(mq, mk, mv, mask)[0])
         ),
         "merge_no_transpose": module.out_proj(context.reshape(b, num_tokens, d_out)),
-        "scale_d_out": module.out_proj(
-            merge_heads(scaled_dot_product_attention(qh * rescale, kh, vh, mask)[0])
-        ),
+        # sqrt(d_in) and sqrt(d_out) look alike where d_in == d_out: one hint names both
+        ("scale_width" if d_in == d_out else "scale_d_out"): scaled_by(d_out),
         "no_out_proj": merge_heads(context),
     }
+    if d_in not in (d_out, module.head_dim):
+        mistakes["scale_d_in"] = scaled_by(d_in)
     for name, (c, _) in attention_mistakes(qh, kh, vh, mask).items():
         mistakes[name] = module.out_proj(merge_heads(c))
     return mistakes
@@ -126,6 +137,7 @@ def check_causal_class(cls: type) -> None:
             seed=40 + i,
             mistakes_of=causal_mistakes,
             dropout_hint=HINTS["dropout_attention"],
+            dropout=i < 2,
         )
 
 
@@ -146,6 +158,7 @@ def check_mha_class(
             mistakes_of=mistakes_of,
             hints=hints,
             dropout_hint=dropout_hint,
+            dropout=i < 2,
         )
 
 
@@ -206,6 +219,7 @@ def check_encoder_class(cls: type) -> None:
             mistakes_of=encoder_mistakes,
             dropout_hint=HINTS["dropout_encoder"],
             what=what,
+            dropout=i < 2,
         )
 
 
@@ -284,6 +298,7 @@ def check_cross_attention_class(cls: type) -> None:
             cross_mistakes,
             dropout_hint=HINTS["dropout_cross"],
             seed=300 + i,
+            dropout=i < 2,
         )
         with torch.no_grad():
             want_weights = ref(*calls[0])[1]

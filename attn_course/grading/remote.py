@@ -10,9 +10,10 @@ grader's references and a secret salt on every random input (``expect.SALT``).
 
 from __future__ import annotations
 
-import itertools
+import base64
+import io
 import time
-from pathlib import Path
+import zipfile
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -54,11 +55,15 @@ def _to_kernel(value: object) -> object:
 
 
 class Session:
-    """The requests of one notebook's grading to the agent in ``kernel``."""
+    """The requests of one notebook's grading to the agent in ``kernel``.
 
-    def __init__(self, kernel: Kernel, workdir: Path):
-        self.kernel, self.workdir = kernel, workdir
-        self.counter = itertools.count()
+    A request travels inside the code of an execute request and the reply comes back as
+    display data of that request, both over the kernel's own ZeroMQ channels: no file, no
+    path the learner's code could race, swap or block.
+    """
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
         self.deadline = float("inf")  # of the check being graded (time.monotonic())
         self.uses_reference = False  # of the check being graded
         self.answer_name = ""
@@ -70,52 +75,41 @@ class Session:
     def request(self, op: str, *args: object, **extra: Any) -> Any:
         """Run ``op`` in the kernel; the decoded value, or RemoteError / RemoteTimeout.
 
-        The value is whatever data the kernel sent back (``Any``): the caller knows the
-        shape its ``op`` returns and checks what it relies on.
+        The value is whatever data the kernel sent back (``Any``, in the shapes
+        ``check_reply`` allows): the caller knows the shape its ``op`` returns and checks
+        what it relies on.
         """
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise RemoteTimeout
-        n = next(self.counter)
-        request_path = self.workdir / f".grader-request-{n}.pt"
-        reply_path = self.workdir / f".grader-reply-{n}.pt"
-        torch.save(
-            {
-                "op": op,
-                "args": [_to_kernel(a) for a in args],
-                "kwargs": {k: _to_kernel(v) for k, v in extra.pop("kwargs", {}).items()},
-                "time_limit": remaining,
-                **extra,
-            },
-            request_path,
-        )
+        request = {
+            "op": op,
+            "args": [_to_kernel(a) for a in args],
+            "kwargs": {k: _to_kernel(v) for k, v in extra.pop("kwargs", {}).items()},
+            "time_limit": remaining,
+            **extra,
+        }
+        buffer = io.BytesIO()
+        torch.save(request, buffer)
         code = (
             "__import__('attn_course.grading.agent', fromlist=['serve'])"
-            f".serve({str(request_path)!r}, {str(reply_path)!r})"
+            f".serve({base64.b64encode(buffer.getvalue()).decode()!r})"
         )
-        content = self.kernel.execute(code, remaining + REQUEST_GRACE, silent=True)
+        content, replies = self.kernel.request(code, remaining + REQUEST_GRACE)
         if content.get("status") == "timeout":
             raise RemoteTimeout
-        try:
-            reply = torch.load(reply_path, weights_only=True)
-        except Exception as exc:
-            raise RemoteError(
-                "GradingError", f"the kernel sent no readable answer ({type(exc).__name__})", False
-            ) from None
-        finally:
-            request_path.unlink(missing_ok=True)
-            reply_path.unlink(missing_ok=True)
-        if not isinstance(reply, dict):
-            raise RemoteError("GradingError", "the kernel sent an unreadable answer", False)
-        called = {str(name).split(".")[0] for name in reply.get("package_calls", [])}
+        if len(replies) != 1:
+            raise _malformed(f"{len(replies)} answers instead of one")
+        reply = read_reply(replies[0])
+        called = {name.split(".")[0] for name in reply.get("package_calls", [])}
         if self.answer_name and self.answer_name in called:
             self.uses_reference = True  # e.g. its forward calls the package's forward
         if reply.get("timeout"):
             raise RemoteTimeout
         if "exception" in reply:
             e = reply["exception"]
-            raise RemoteError(str(e["ename"]), str(e["message"]), bool(e["not_implemented"]))
-        return self.decode(reply.get("value"))
+            raise RemoteError(e["ename"], e["message"], e["not_implemented"])
+        return self.decode(reply["value"])
 
     def resolve(self, check_id: str) -> object:
         """The object the learner passed to ``check(check_id, ...)``; KeyError if none."""
@@ -128,6 +122,7 @@ class Session:
         return value
 
     def decode(self, value: object) -> Any:
+        """A reply's value (already checked by ``check_reply``) as the grader's objects."""
         if isinstance(value, list):
             return [self.decode(v) for v in value]
         if not isinstance(value, dict):
@@ -146,9 +141,165 @@ class Session:
             return getattr(torch, value["__dtype__"].removeprefix("torch."))
         if "__tuple__" in value:
             return tuple(self.decode(v) for v in value["__tuple__"])
-        if "__dict__" in value:
-            return {k: self.decode(v) for k, v in value["__dict__"].items()}
-        return {k: self.decode(v) for k, v in value.items()}
+        return {k: self.decode(v) for k, v in value["__dict__"].items()}
+
+
+# ---- the reply's size and shape ----------------------------------------------------------
+
+MAX_REPLY_BYTES = 64 << 20  # of one reply, decoded (the base64 text is 4/3 of it)
+MAX_REPLY_ENTRIES = 10_000  # records in the reply's zip (one per tensor, about)
+MAX_REPLY_NODES = 200_000  # values in the reply's tree, counting shared ones each time
+MAX_REPLY_DEPTH = 40
+MAX_META_ELEMENTS = 1 << 32  # a meta tensor's shape, which stands for no memory
+MAX_STRING = 1 << 20
+_INFO = {"kind": str, "name": str, "module_class": bool, "reference": bool}
+_EXCEPTION = {"ename": str, "message": str, "not_implemented": bool}
+_DTYPES = {
+    getattr(torch, name)
+    for name in (
+        "bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64 complex64 complex128"
+    ).split()
+}
+
+
+def _malformed(why: str) -> RemoteError:
+    return RemoteError("GradingError", f"the kernel sent a malformed answer: {why}", False)
+
+
+def read_reply(text: object) -> dict:
+    """A reply's base64 text as data: size-capped before and after decoding, no compressed
+    records, read with ``weights_only``, then checked against ``check_reply``'s schema."""
+    if type(text) is not str or len(text) > MAX_REPLY_BYTES * 4 // 3 + 4:
+        raise _malformed("not text, or larger than the limit")
+    try:
+        raw = base64.b64decode(text, validate=True)
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            records = archive.infolist()
+    except (ValueError, zipfile.BadZipFile) as exc:
+        raise _malformed(f"not a torch.save record ({exc})") from None
+    if len(records) > MAX_REPLY_ENTRIES:
+        raise _malformed("too many records")
+    if any(r.compress_type != zipfile.ZIP_STORED for r in records):
+        raise _malformed("a compressed record")
+    if sum(r.file_size for r in records) > MAX_REPLY_BYTES:
+        raise _malformed("larger than the limit once unpacked")
+    try:
+        reply = torch.load(io.BytesIO(raw), weights_only=True)
+    except Exception as exc:
+        raise _malformed(f"unreadable ({type(exc).__name__})") from None
+    check_reply(reply)
+    return reply
+
+
+def check_reply(reply: object) -> None:
+    """RemoteError unless ``reply`` is exactly what ``agent.serve`` sends: exact types, no
+    extra keys, tensors plain, dense and on the CPU, a bounded tree."""
+    if type(reply) is not dict or not set(reply) <= {
+        "value",
+        "timeout",
+        "exception",
+        "package_calls",
+    }:
+        raise _malformed("not a reply")
+    if len(set(reply) & {"value", "timeout", "exception"}) != 1:
+        raise _malformed("not exactly one of value, timeout, exception")
+    calls = reply.get("package_calls", [])
+    if type(calls) is not list or len(calls) > 1000 or any(type(c) is not str for c in calls):
+        raise _malformed("package_calls")
+    if "timeout" in reply and reply["timeout"] is not True:
+        raise _malformed("timeout")
+    if "exception" in reply:
+        _check_record(reply["exception"], _EXCEPTION)
+    if "value" in reply:
+        _check_value(reply["value"], 0, [0])
+
+
+def _check_record(value: object, fields: dict[str, type]) -> None:
+    if type(value) is not dict or set(value) != set(fields):
+        raise _malformed(f"a record without exactly {', '.join(fields)}")
+    for key, kind in fields.items():
+        if type(value[key]) is not kind or (kind is str and len(value[key]) > MAX_STRING):
+            raise _malformed(f"{key} is not a {kind.__name__}")
+
+
+def _check_value(value: object, depth: int, count: list[int]) -> None:
+    count[0] += 1
+    if count[0] > MAX_REPLY_NODES or depth > MAX_REPLY_DEPTH:
+        raise _malformed("too many or too deeply nested values")
+    kind = type(value)
+    if value is None or kind in (bool, int, float):
+        return
+    if kind is str:
+        if len(value) > MAX_STRING:  # type: ignore[arg-type]
+            raise _malformed("a string longer than the limit")
+        return
+    if kind is torch.Tensor:
+        _check_tensor(value)  # type: ignore[arg-type]
+        return
+    if kind is list:
+        for item in value:  # type: ignore[attr-defined]
+            _check_value(item, depth + 1, count)
+        return
+    if kind is not dict:
+        raise _malformed(f"a value of type {kind.__name__}")
+    _check_tagged(value, depth, count)  # type: ignore[arg-type]
+
+
+def _check_tagged(value: dict, depth: int, count: list[int]) -> None:
+    keys = set(value)
+    if keys == {"__handle__", "info"}:
+        if type(value["__handle__"]) is not int:
+            raise _malformed("a handle")
+        _check_record(value["info"], _INFO)
+    elif keys in ({"__ndarray__"}, {"__npscalar__"}):
+        tensor = value.get("__ndarray__", value.get("__npscalar__"))
+        if type(tensor) is not torch.Tensor or ("__npscalar__" in keys and tensor.numel() != 1):
+            raise _malformed("an array")
+        _check_tensor(tensor)
+    elif keys == {"__ellipsis__"}:
+        if value["__ellipsis__"] is not True:
+            raise _malformed("a marker")
+    elif keys == {"__size__"}:
+        size = value["__size__"]
+        if type(size) is not list or any(type(n) is not int for n in size) or len(size) > 64:
+            raise _malformed("a size")
+    elif keys == {"__dtype__"}:
+        name = value["__dtype__"]
+        if type(name) is not str or getattr(torch, name.removeprefix("torch."), None) not in (
+            _DTYPES
+        ):
+            raise _malformed("a dtype")
+    elif keys == {"__tuple__"}:
+        if type(value["__tuple__"]) is not list:
+            raise _malformed("a tuple")
+        _check_value(value["__tuple__"], depth + 1, count)
+    elif keys == {"__dict__"}:
+        items = value["__dict__"]
+        if type(items) is not dict or any(type(k) is not str for k in items):
+            raise _malformed("a dict")
+        for item in items.values():
+            _check_value(item, depth + 1, count)
+    else:
+        raise _malformed(f"a record with keys {sorted(map(str, keys))[:5]}")
+
+
+def _check_tensor(tensor: torch.Tensor) -> None:
+    """Plain CPU data, or a ``meta`` tensor (a shape without data: what a module moved to
+    the meta device returns) of a bounded size."""
+    if (
+        type(tensor) is not torch.Tensor
+        or tensor.layout != torch.strided
+        or tensor.device.type not in ("cpu", "meta")
+        or tensor.dtype not in _DTYPES
+        or tensor.requires_grad
+    ):
+        raise _malformed("a tensor that is not plain data")
+    if tensor.device.type == "meta":
+        if tensor.numel() > MAX_META_ELEMENTS:
+            raise _malformed("a meta tensor larger than the limit")
+    # an expanded view of a few bytes could stand for terabytes of elements
+    elif tensor.numel() * tensor.element_size() > tensor.untyped_storage().nbytes():
+        raise _malformed("a tensor that is not plain data")
 
 
 class Remote:
@@ -183,8 +334,19 @@ class Remote:
         return self.call(args, kwargs)["result"]
 
     def call(self, args: tuple, kwargs: dict, **options: object) -> dict:
-        """The agent's call reply: ``result``, ``after`` (the arguments), ``sdpa_calls``..."""
-        return self._session.request("call", self, *args, kwargs=kwargs, options=options)
+        """The agent's call reply: ``result``, ``after`` (the arguments), ``sdpa_calls``...
+
+        ``peak_memory=True`` adds ``peak_memory``: the bytes the kernel's memory grew by
+        during the call, measured from here, outside the learner's reach.
+        """
+        kernel = self._session.kernel
+        measure = options.pop("peak_memory", False)
+        if measure:
+            kernel.reset_peak_memory()
+        reply = self._session.request("call", self, *args, kwargs=kwargs, options=options)
+        if measure and isinstance(reply, dict):
+            reply["peak_memory"] = kernel.peak_memory()
+        return reply
 
     def __repr__(self) -> str:
         return f"<learner's {self._info.get('kind')} {self.__name__}>"

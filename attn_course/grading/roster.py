@@ -1,114 +1,53 @@
 """Grade a whole class: ``grade --roster DIR --out OUT [--shard i/n]`` and ``grade --merge``.
 
-``DIR`` holds one entry per student: a folder, or a ``.zip``, holding some of the exercise
-notebooks (searched recursively; each identified by its metadata, else its file name).
-``OUT`` receives:
+``DIR`` holds one entry per student: a folder or a ``.zip``, holding some of the exercise
+notebooks, each identified by its metadata, else its file name. nbgrader's ``submitted/`` is
+such a roster, and an nbgrader course folder stands for its ``submitted/``.
+``intake.find_submissions`` hashes and copies every notebook into a private folder before
+anything runs, and refuses what it must not read (links, special files, bombs, duplicate
+ids); the copies are graded. ``OUT`` receives:
 
-* ``students/<student>.json``: the student's reports (``NotebookReport.to_json()``), with
-  ``schema_version``, the ``course_version`` that graded them and the SHA-256 of every file;
-* ``gradebook.csv``: one row per student, one column per exercise id (1 = passed), then
-  ``total`` and ``max``.
+* ``students/<id>.json``: the student's reports (``NotebookReport.to_json()``), with
+  ``schema_version``, the ``course_version`` that graded them (``seal.course_version``), the
+  SHA-256 of every file taken before the run, warnings, and an HMAC ``signature``;
+* ``gradebook.csv`` and ``canvas.csv`` (``export.py``), from the results in the grader's
+  memory, never read back from ``students/``;
+* with ``feedback=True``, ``feedback/<id>.html`` (``feedback.py``).
 
-Resumable: a student whose files have the same hashes and whose JSON has the same course
-version is not graded again. ``--shard i/n`` grades only the students whose name hashes to
-shard ``i`` of ``n`` (1-based), the same split on every machine, so a CI matrix, a Slurm
-array or a Kubernetes Job can spread a class; ``grade --merge OUT1 OUT2 ... --out OUT``
-then combines the shards' student files and writes the class gradebook.
+Resumable: a student whose files have the same hashes and whose signed JSON has the same
+course version is not graded again; a file whose signature does not verify (edited, forged,
+or signed with another key) is graded again. ``--shard i/n`` grades only the students whose
+id hashes to shard ``i`` of ``n`` (1-based), the same split on every machine; ``merge`` then
+combines the shards' verified student files, refusing every other file by name.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
-import shutil
+import os
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
+from .escape import clean
+from .export import write_canvas, write_gradebook
+from .intake import Refused, Submission, find_submissions, open_regular
 from .registry import load_checks
 from .result import SCHEMA_VERSION, NotebookReport
 from .runner import Notebook, grade_notebooks, notebook_id, read_notebook
+from .seal import course_version, sign, verified
 
-__all__ = [
-    "COURSE_VERSION",
-    "Submission",
-    "find_submissions",
-    "in_shard",
-    "grade_roster",
-    "merge",
-    "write_gradebook",
-]
+__all__ = ["MAX_RESULT_BYTES", "Progress", "grade_roster", "in_shard", "merge", "read_result"]
 
-_GRADING_DIR = Path(__file__).resolve().parent
+MAX_RESULT_BYTES = 4 * 2**20  # one students/<id>.json
+Log = Callable[[str], None]
 
 
-def _course_version() -> str:
-    """The package version plus a digest of the grading code: new checks mean new grades."""
-    digest = hashlib.sha256()
-    for path in sorted(_GRADING_DIR.rglob("*.py")):
-        digest.update(path.read_bytes())
-    try:
-        version = metadata.version("attn-course")
-    except metadata.PackageNotFoundError:
-        version = "0"
-    return f"{version}+{digest.hexdigest()[:12]}"
-
-
-COURSE_VERSION = _course_version()
-
-
-@dataclass
-class Submission:
-    """One student's notebooks (paths inside ``root``, a folder or an extracted zip)."""
-
-    student: str
-    root: Path  # the student's folder, or where their zip was unpacked
-    files: list[Path] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def name(self, path: Path) -> str:
-        """``path`` as the student named it (inside their folder or zip)."""
-        return path.relative_to(self.root).as_posix()
-
-    def hashes(self) -> dict[str, str]:
-        return {self.name(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in self.files}
-
-
-def _notebooks_in(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.rglob("*.ipynb")
-        if ".ipynb_checkpoints" not in p.parts and "__MACOSX" not in p.parts
-    )
-
-
-def find_submissions(roster: Path, unpack_to: Path) -> list[Submission]:
-    """Every student of ``roster``: sub-folders and zips (unpacked under ``unpack_to``)."""
-    submissions = []
-    for entry in sorted(roster.iterdir()):
-        if entry.is_dir():
-            submission = Submission(entry.name, entry, _notebooks_in(entry))
-        elif entry.suffix == ".zip":
-            target = unpack_to / entry.stem
-            try:
-                with zipfile.ZipFile(entry) as archive:
-                    archive.extractall(target)
-                files = _notebooks_in(target)
-                submission = Submission(entry.stem, target, files)
-            except zipfile.BadZipFile:
-                submission = Submission(entry.stem, entry, [], [f"{entry.name} is not a zip"])
-        else:
-            continue
-        if not submission.files and not submission.warnings:
-            submission.warnings.append(f"{entry.name} holds no notebooks (*.ipynb)")
-        submissions.append(submission)
-    return submissions
+def _stderr(line: str) -> None:
+    print(clean(line), file=sys.stderr, flush=True)
 
 
 def in_shard(student: str, shard: tuple[int, int]) -> bool:
@@ -124,16 +63,16 @@ def _pick_notebooks(submission: Submission) -> list[Path]:
     for path in submission.files:
         try:
             notebook = read_notebook(path)
-        except ValueError:
+        except ValueError:  # graded as an error by the runner
             notebook = Notebook({}, [])
-        name = notebook_id(notebook, path)
+        name = clean(notebook_id(notebook, path))
         if name not in known:
-            submission.warnings.append(
+            submission.warn(
                 f"{submission.name(path)} is not a course exercise notebook "
                 "(neither its metadata nor its file name names one): not graded"
             )
         elif name in chosen:
-            submission.warnings.append(
+            submission.warn(
                 f"two files are notebook {name}: {submission.name(chosen[name])} "
                 f"and {submission.name(path)}; graded the second (last by name)"
             )
@@ -147,8 +86,9 @@ def _student_json(submission: Submission, reports: list[NotebookReport]) -> dict
     return {
         "schema_version": SCHEMA_VERSION,
         "student": submission.student,
-        "course_version": COURSE_VERSION,
-        "files": submission.hashes(),
+        "entry": submission.entry,
+        "course_version": course_version(),
+        "files": submission.hashes,
         "warnings": submission.warnings,
         "score": sum(r.score for r in reports),
         "max_score": sum(r.max_score for r in reports),
@@ -156,18 +96,38 @@ def _student_json(submission: Submission, reports: list[NotebookReport]) -> dict
     }
 
 
-def _up_to_date(path: Path, submission: Submission) -> bool:
-    """Whether ``path`` already grades these very files with this course version."""
+def read_result(path: Path, key: bytes) -> dict:
+    """A student file written by this grader with ``key``; ``Refused`` saying why it is not."""
+    with open_regular(path, MAX_RESULT_BYTES, "the file") as handle:
+        raw = handle.read()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (
-        isinstance(data, dict)
-        and data.get("schema_version") == SCHEMA_VERSION
-        and data.get("course_version") == COURSE_VERSION
-        and data.get("files") == submission.hashes()
-    )
+        data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise Refused("it is not valid JSON") from None
+    if not verified(data, key):
+        raise Refused(
+            "its signature does not verify: it was edited, forged or signed with another key"
+        )
+    try:
+        if data["schema_version"] != SCHEMA_VERSION:
+            raise ValueError(f"not a student file of schema version {SCHEMA_VERSION}")
+        fields = {"student": str, "course_version": str, "files": dict, "notebooks": list}
+        for name, kind in fields.items():
+            if not isinstance(data[name], kind):
+                raise ValueError(f"{name} is not a {kind.__name__}")
+        for notebook in data["notebooks"]:
+            NotebookReport.from_json(notebook)  # every verdict must parse
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Refused(f"it cannot be read ({clean(exc)})") from None
+    return data
+
+
+def _write(folder: Path, data: dict, key: bytes) -> None:
+    """``folder/<student>.json``, signed, replaced in one step."""
+    target = folder / f"{data['student']}.json"
+    partial = folder / f".{data['student']}.json.partial"
+    partial.write_text(json.dumps(sign(data, key), indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, target)
 
 
 class Progress:
@@ -192,37 +152,61 @@ class Progress:
         self.stream.flush()
 
 
+def _resumable(folder: Path, submission: Submission, key: bytes, log: Log) -> dict | None:
+    """The stored result of ``submission`` if it grades these very files with this course."""
+    path = folder / f"{submission.student}.json"
+    if submission.refused or not os.path.lexists(path):
+        return None
+    try:
+        data = read_result(path, key)
+    except Refused as refused:
+        log(f"students/{submission.student}.json is not trusted ({refused}): graded again")
+        return None
+    same = data["course_version"] == course_version() and data["files"] == submission.hashes
+    return data if same and data["student"] == submission.student else None
+
+
 def grade_roster(
     roster: Path,
     out: Path,
+    key: bytes,
     shard: tuple[int, int] = (1, 1),
     jobs: int = 2,
     cell_timeout: int = 60,
-    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    feedback: bool = False,
+    log: Log = _stderr,
 ) -> list[dict]:
-    """Grade the students of ``roster`` in ``shard`` into ``out``; their JSON, by name."""
+    """Grade the students of ``roster`` in ``shard`` into ``out``; their results, by id."""
+    if (roster / "nbgrader_config.py").is_file() and (roster / "submitted").is_dir():
+        roster = roster / "submitted"  # an nbgrader course folder: grade its submissions
+        log(f"an nbgrader course: grading {clean(roster)}")
     students_dir = out / "students"
     students_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="attn-roster-") as tmp:
-        submissions = [s for s in find_submissions(roster, Path(tmp)) if in_shard(s.student, shard)]
-        todo = [s for s in submissions if not _up_to_date(students_dir / f"{s.student}.json", s)]
-        skipped = len(submissions) - len(todo)
-        if skipped:
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="attn-roster-") as private:
+        submissions = find_submissions(roster, Path(private), lambda s: in_shard(s, shard))
+        for submission in submissions:
+            if submission.refused:
+                log(f"{submission.student}: not graded: {submission.refused}")
+            stored = _resumable(students_dir, submission, key, log)
+            if stored is not None:
+                results[submission.student] = stored
+        todo = [s for s in submissions if s.student not in results]
+        if results:
             log(
-                f"{skipped} of {len(submissions)} students already graded "
+                f"{len(results)} of {len(submissions)} students already graded "
                 "(same files, same course version)"
             )
         picked = {s.student: _pick_notebooks(s) for s in todo}
-        paths = [p for s in todo for p in picked[s.student]]
         owner = {p: s for s in todo for p in picked[s.student]}
         pending = {s.student: len(picked[s.student]) for s in todo}
         reports: dict[str, list[NotebookReport]] = {s.student: [] for s in todo}
-        progress = Progress(len(paths))
+        progress = Progress(len(owner))
 
-        def write(submission: Submission) -> None:
+        def finish(submission: Submission) -> None:
             data = _student_json(submission, reports[submission.student])
-            target = students_dir / f"{submission.student}.json"
-            target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            results[submission.student] = data
+            _write(students_dir, data, key)  # at once: an interrupted run resumes from here
 
         def on_done(report: NotebookReport) -> None:
             submission = owner[Path(report.path)]
@@ -231,59 +215,71 @@ def grade_roster(
             pending[submission.student] -= 1
             progress.step()
             if pending[submission.student] == 0:
-                write(submission)  # at once: an interrupted run resumes from here
+                finish(submission)
 
         for submission in todo:
             if not picked[submission.student]:
-                write(submission)
-        if paths:
-            grade_notebooks(paths, cell_timeout, jobs, on_done)
-    students = [json.loads((students_dir / f"{s.student}.json").read_text()) for s in submissions]
+                finish(submission)
+        if owner:
+            grade_notebooks(list(owner), cell_timeout, jobs, on_done)
+        students = [results[s.student] for s in submissions]
+        if feedback:
+            _write_feedback(out / "feedback", students, submissions)
     write_gradebook(students, out / "gradebook.csv")
+    write_canvas(students, out / "canvas.csv")
     return students
 
 
-def _exercise_ids() -> list[str]:
-    """Every registered exercise id, by notebook then registration order."""
-    specs = load_checks().values()
-    return [s.id for s in sorted(specs, key=lambda s: s.notebook)]
+def _write_feedback(folder: Path, students: list[dict], submissions: list[Submission]) -> None:
+    from .feedback import feedback_page
+
+    folder.mkdir(exist_ok=True)
+    for data, submission in zip(students, submissions, strict=True):
+        copies = {name: path for path, name in submission.names.items()}
+        page = feedback_page(data, copies)
+        (folder / f"{submission.student}.html").write_text(page, encoding="utf-8")
 
 
-def write_gradebook(students: list[dict], path: Path) -> None:
-    """student x exercise id (1 passed, 0 not), then total and max over every exercise."""
-    ids = _exercise_ids()
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", *ids, "total", "max"])
-        for student in sorted(students, key=lambda s: s["student"]):
-            passed = {
-                c["id"]
-                for nb in student["notebooks"]
-                for c in nb["checks"]
-                if c["status"] == "passed"
-            }
-            row = [int(i in passed) for i in ids]
-            writer.writerow([student["student"], *row, sum(row), len(ids)])
+def merge(shards: list[Path], out: Path, key: bytes, log: Log = _stderr) -> list[dict]:
+    """Combine the verified ``students/`` of shard outputs into ``out``; refuse the rest by name."""
+    found: dict[str, list[tuple[str, dict]]] = {}
+    refusals: list[str] = []
 
+    def refuse(line: str) -> None:
+        refusals.append(line)
+        log(line)
 
-def merge(shards: list[Path], out: Path) -> list[dict]:
-    """Combine the ``students/`` of several shard outputs into ``out``; its gradebook."""
-    students: dict[str, dict] = {}
+    for shard in shards:
+        try:
+            entries = sorted(os.scandir(shard / "students"), key=lambda e: e.name)
+        except OSError as exc:
+            refuse(f"refused {clean(shard)}: its students/ folder cannot be read ({exc.strerror})")
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.name.endswith(".json"):
+                continue
+            where = clean(Path(shard) / "students" / entry.name)
+            try:
+                data = read_result(Path(entry.path), key)
+                if entry.name != f"{data['student']}.json":
+                    raise Refused(f"it holds the results of {clean(data['student'])!r}")
+            except Refused as refused:
+                refuse(f"refused {where}: {refused}")
+                continue
+            found.setdefault(data["student"], []).append((where, data))
+    merged = []
+    for student, copies in sorted(found.items()):
+        if any(data != copies[0][1] for _, data in copies[1:]):
+            places = " and ".join(where for where, _ in copies)
+            refuse(f"refused student {student}: graded differently in {places}; grade again")
+            continue
+        merged.append(copies[0][1])
     target = out / "students"
     target.mkdir(parents=True, exist_ok=True)
-    for shard in shards:
-        for path in sorted((shard / "students").glob("*.json")):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("schema_version") != SCHEMA_VERSION:
-                raise ValueError(f"{path}: not a student file of schema version {SCHEMA_VERSION}")
-            for notebook in data["notebooks"]:
-                NotebookReport.from_json(notebook)  # every verdict must parse
-            name = data["student"]
-            if name in students and students[name] != data:
-                raise ValueError(f"student {name!r} was graded differently in two shards")
-            students[name] = data
-            if path.parent.resolve() != target.resolve():
-                shutil.copyfile(path, target / path.name)
-    merged = [students[name] for name in sorted(students)]
+    for data in merged:
+        _write(target, data, key)
     write_gradebook(merged, out / "gradebook.csv")
+    write_canvas(merged, out / "canvas.csv")
+    if refusals:
+        log(f"{len(refusals)} refused above: not in the gradebook; grade those students again")
     return merged

@@ -1,21 +1,22 @@
 """Grade whole notebooks: run each in a fresh kernel, then grade its answers from outside.
 
-1. The notebook's code cells run in a fresh kernel whose working directory is a temporary
-   folder; the learner's file is only read. In that kernel ``check()`` only hands each
-   answer over (``agent.ANSWERS``). A failing cell does not stop the run. Outputs are
-   dropped as they arrive.
+1. The notebook's code cells run in a fresh kernel, in its sandbox (``sandbox.py``; with
+   ``--no-sandbox``, in a temporary folder); the learner's file is only read here. In that
+   kernel ``check()`` only hands each answer over (``agent.ANSWERS``). A failing cell does
+   not stop the run. Outputs are dropped as they arrive.
 2. The grader's process then runs every registered check of the notebook on the answers,
    through ``remote.Remote`` proxies: the learner's code runs in the kernel, the
-   references, the secret seed salt and the comparisons stay here. Nothing the learner's
-   code does in its kernel can make a wrong or missing answer pass.
+   references, the secret seed salt and the comparisons stay here; only data comes back.
 
 Time limits: a cell running past ``cell_timeout`` seconds is interrupted; if it does not
-stop (a bare ``except:`` swallows the interrupt), or a cell kills the kernel, the kernel is
-replaced, the earlier cells are replayed without it and the later cells still run: one bad
-cell costs its own exercise, not the notebook. The whole notebook gets
-``NOTEBOOK_TIMEOUT_CELLS * cell_timeout`` seconds of cells. A check has its registered time
-limit, enforced in the kernel (even through a bare ``except:``) and, should the kernel not
-answer, by the grader.
+stop (a bare ``except:`` swallows the interrupt, or one long C call ignores it), or a cell
+kills the kernel, the kernel is replaced, the earlier cells are replayed without it and the
+later cells still run: one bad cell costs its own exercise, not the notebook. The cells get
+``NOTEBOOK_TIMEOUT_CELLS * cell_timeout`` seconds in all. A check has its registered time
+limit, enforced in the kernel (even through a bare ``except:``) and by the grader, which
+kills a kernel that does not answer and replaces it before the next check. The whole
+notebook, replays and kernel starts included, has one deadline (``notebook_budget``).
+Whatever else fails while one notebook is graded costs that notebook only.
 
 A registered check whose answer never reached ``check()`` gets its verdict from the cell
 that should have called it (``_unreported``).
@@ -40,7 +41,7 @@ from .api import run_check
 from .expect import SALT
 from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
 from .registry import CHECKS, checks_for, load_checks
-from .remote import RemoteError, RemoteTimeout, Session
+from .remote import REQUEST_GRACE, RemoteError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
 
 NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
 MAX_KERNELS = 4  # kernels one notebook may use (the first plus replacements)
+REPLACE_MIN_SECONDS = 10  # a kernel is replaced only with this much of the notebook's time left
+STARTS_SECONDS = 60  # of a notebook's time, for starting its kernels
 # A check's registered time limit is for the learner's code; here every call also crosses
 # to the kernel and back, on a machine that grades several notebooks at once.
 OFFICIAL_TIME_FACTOR = 3.0
@@ -78,7 +81,7 @@ def read_notebook(path: Path) -> Notebook:
     """Read a notebook's JSON (no schema validation: it is slow); ValueError if it is none."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path.name} is not a notebook: it is not valid JSON") from exc
     if not isinstance(data, dict) or data.get("nbformat") != 4:
         raise ValueError(f"{path.name} is not a valid Jupyter notebook (nbformat 4 expected)")
@@ -124,8 +127,11 @@ def _cells_calling(notebook: Notebook, check_id: str) -> list[int]:
 class _Execution:
     """Runs a notebook's code cells in a kernel, replacing the kernel when a cell breaks it."""
 
-    def __init__(self, notebook: Notebook, workdir: Path, first: Kernel, cell_timeout: int):
+    def __init__(
+        self, notebook: Notebook, workdir: Path, first: Kernel, cell_timeout: int, deadline: float
+    ):
         self.notebook, self.workdir, self.cell_timeout = notebook, workdir, cell_timeout
+        self.deadline = deadline  # of the whole notebook (time.monotonic()), replays included
         self.errors: dict[int, tuple[str, str]] = {}  # cell index -> (ename, evalue)
         self.skipped: set[int] = set()  # cells that broke a kernel: not replayed
         self.ran: list[int] = []  # cells run in the current kernel, in order
@@ -135,19 +141,30 @@ class _Execution:
         self._enter(first)
 
     def _enter(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        kernel.execute(f"import os; os.chdir({str(self.workdir)!r})", timeout=30, silent=True)
+        self.kernel, kernel.deadline = kernel, self.deadline
+        if not kernel.sandboxed:  # (a sandboxed kernel starts in its private scratch folder)
+            kernel.execute(f"import os; os.chdir({str(self.workdir)!r})", 30, silent=True)
 
     def replace_kernel(self) -> bool:
-        """A fresh kernel with the cells run so far replayed (False when out of kernels)."""
+        """A fresh kernel with the cells run so far replayed; False (and ``died`` set) when
+        out of kernels or when no new kernel could be made to run them."""
         self.kernel.shutdown()
         if self.kernels >= MAX_KERNELS:
+            self.died = "the Python kernel had to be stopped too often"
             return False
         self.kernels += 1
-        self._enter(start_kernel())
-        replay, self.ran = [i for i in self.ran if i not in self.skipped], []
-        for i in replay:
-            self._run_cell(i, record=False)
+        try:
+            if self.deadline - time.monotonic() < REPLACE_MIN_SECONDS:
+                self.died = "the notebook's time ran out"
+                return False
+            self._enter(start_kernel(self.kernel.sandboxed))
+            replay, self.ran = [i for i in self.ran if i not in self.skipped], []
+            for i in replay:
+                if not self._run_cell(i, record=False):
+                    return self.replace_kernel()
+        except (Exception, KernelLost) as exc:
+            self.died = f"no new Python kernel could replace the stopped one ({exc})"
+            return False
         return True
 
     def _run_cell(self, index: int, record: bool = True, timeout: float | None = None) -> bool:
@@ -226,37 +243,51 @@ def _unreported(check_id: str, notebook: Notebook, run: _Execution) -> CheckResu
 
 
 def _grade_answers(specs, notebook: Notebook, run: _Execution, salt: int) -> list[CheckResult]:
-    """Each check run here, on the answer that the kernel holds."""
+    """Each check run here, on the answer that the kernel holds.
+
+    Whatever goes wrong while one check runs (the kernel dies or is killed, a reply cannot be
+    read, a bug) costs that check only; a lost kernel is replaced, with the learner's cells
+    replayed, before the next check.
+    """
     results = []
     for spec in specs:
-        if run.died and not run.kernel.alive():
+        if not run.died and not run.kernel.alive():
+            run.replace_kernel()
+        if run.died:
             results.append(_unreported(spec.id, notebook, run))
             continue
-        session = Session(run.kernel, run.workdir)
-        limit = spec.time_limit * OFFICIAL_TIME_FACTOR
-        session.start_check(limit)
-        token = SALT.set(salt)
         try:
-            obj = session.resolve(spec.id)
-            result = run_check(spec, obj, local=False, time_limit=limit)
-            if session.uses_reference:
-                result = CheckResult(result.id, result.status, result.message, True)
-        except KeyError:
-            result = _unreported(spec.id, notebook, run)
-        except (RemoteError, RemoteTimeout) as exc:
-            result = CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
+            result = _grade_one(spec, notebook, run, salt)
         except KernelLost as lost:
             result = CheckResult(
                 spec.id,
                 Status.TIMEOUT if "interrupt" in str(lost) else Status.ERROR,
                 f"while your code ran, {lost}",
             )
-            if not run.replace_kernel():
-                run.died = "the Python kernel had to be stopped too often"
-        finally:
-            SALT.reset(token)
+            run.kernel.shutdown()  # replaced before the next check
+        except Exception as exc:  # a grader bug or a reply it did not expect: this check only
+            result = CheckResult(spec.id, Status.ERROR, f"could not be graded: {exc!r:.200}")
         results.append(result)
     return results
+
+
+def _grade_one(spec, notebook: Notebook, run: _Execution, salt: int) -> CheckResult:
+    session = Session(run.kernel)
+    limit = spec.time_limit * OFFICIAL_TIME_FACTOR
+    session.start_check(limit)
+    token = SALT.set(salt)
+    try:
+        obj = session.resolve(spec.id)
+        result = run_check(spec, obj, local=False, time_limit=limit)
+    except KeyError:
+        return _unreported(spec.id, notebook, run)
+    except (RemoteError, RemoteTimeout) as exc:
+        return CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
+    finally:
+        SALT.reset(token)
+    if session.uses_reference:
+        result = CheckResult(result.id, result.status, result.message, True)
+    return result
 
 
 def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -> NotebookReport:
@@ -281,23 +312,46 @@ def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -
             f"notebooks ({notebooks}); its metadata and file name say neither"
         )
         return report
+    try:
+        _run_and_grade(notebook, specs, pool, cell_timeout, report, start)
+    except Exception as exc:  # whatever broke, it costs this notebook only
+        report.error = f"the grader could not finish this notebook: {exc!r:.300}"
+    graded = {result.id for result in report.checks}
+    report.checks += [
+        CheckResult(s.id, Status.ERROR, report.error or "not graded")
+        for s in specs
+        if s.id not in graded
+    ]
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def notebook_budget(specs, cell_timeout: float) -> float:
+    """Seconds one notebook may hold the grader in all: its cells, its checks, kernel starts."""
+    checks = sum(spec.time_limit * OFFICIAL_TIME_FACTOR + REQUEST_GRACE for spec in specs)
+    return NOTEBOOK_TIMEOUT_CELLS * cell_timeout + checks + STARTS_SECONDS
+
+
+def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start) -> None:
+    budget = notebook_budget(specs, cell_timeout)
     kernel = pool.get()
     report.timings["kernel_wait"] = time.monotonic() - start
-    with tempfile.TemporaryDirectory(prefix="attn-grade-") as tmp:
-        run = _Execution(notebook, Path(tmp), kernel, cell_timeout)
+    with tempfile.TemporaryDirectory(prefix="attn-grade-", ignore_cleanup_errors=True) as tmp:
+        run: _Execution | None = None
         try:
+            run = _Execution(notebook, Path(tmp), kernel, cell_timeout, start + budget)
             phase = time.monotonic()
             run.run_all()
             report.timings["cells"] = time.monotonic() - phase
             phase = time.monotonic()
             report.checks = _grade_answers(specs, notebook, run, secrets.randbits(30))
             report.timings["checks"] = time.monotonic() - phase
+        except KernelLost as lost:
+            raise RuntimeError(f"the Python kernel was lost: {lost}") from None
         finally:
-            run.kernel.shutdown()
+            (run.kernel if run else kernel).shutdown()
     if run.died:
         report.error = run.died
-    report.seconds = time.monotonic() - start
-    return report
 
 
 def grade_notebooks(
@@ -306,6 +360,7 @@ def grade_notebooks(
     jobs: int = 2,
     on_done: Callable[[NotebookReport], None] | None = None,
     pool: KernelPool | None = None,
+    sandboxed: bool = True,
 ) -> list[NotebookReport]:
     """Grade ``paths`` with up to ``jobs`` kernels at a time; reports in the order of ``paths``.
 
@@ -315,15 +370,19 @@ def grade_notebooks(
         jobs: notebooks graded in parallel (one fresh kernel each).
         on_done: called with each report as soon as it is ready (progress display).
         pool: kernels already starting (one per path); made here when not given.
+        sandboxed: run the kernels in the sandbox (``sandbox.py``); ignored with ``pool``.
     """
     if jobs < 1:
         raise ValueError(f"jobs={jobs} must be at least 1.")
     load_checks()
     torch.set_num_threads(1)  # the kernels need the cores
-    pool = pool or KernelPool(warm=jobs, needed=len(paths))
+    pool = pool or KernelPool(warm=jobs, needed=len(paths), sandboxed=sandboxed)
 
     def one(path: Path) -> NotebookReport:
-        report = grade_file(Path(path), pool, cell_timeout)
+        try:
+            report = grade_file(Path(path), pool, cell_timeout)
+        except Exception as exc:  # e.g. JSON nested too deep to read: this notebook only
+            report = NotebookReport(str(path), error=f"could not be graded: {exc!r:.300}")
         if on_done:
             on_done(report)
         return report

@@ -12,4 +12,5 @@ from . import (  # noqa: F401
     nb08_trained_attention,
     nb09_generation_kv_cache,
     nb10_tiled_attention,
+    nb11_language_model,
 )

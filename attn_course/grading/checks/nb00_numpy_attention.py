@@ -11,9 +11,16 @@ from ...attention import causal_mask
 from ...data import example
 from ...foundations import weightless_attention
 from ...numpy_attention import multi_head_attention, self_attention, softmax
-from ..expect import attention_mistakes, call_pure, expect_answer, expect_close, rng
+from ..expect import (
+    attention_mistakes,
+    call_pure,
+    expect_answer,
+    expect_close,
+    expect_pair,
+    rng,
+)
 from ..hints import NUMPY_HINTS
-from ..registry import CheckFailed, register
+from ..registry import register
 
 NOTEBOOK = "00_numpy_attention"
 
@@ -21,13 +28,6 @@ NOTEBOOK = "00_numpy_attention"
 def _rand(seed: int, *shape: int) -> np.ndarray:
     """Standard-normal float64 array from a private generator."""
     return rng(seed).standard_normal(shape)
-
-
-def _pair(result: object) -> tuple[object, object]:
-    """The learner's (output, weights) pair, or a hint."""
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed("return the pair (output, weights), in this order.")
-    return result
 
 
 @register("numpy_softmax", NOTEBOOK, time_limit=5.0)
@@ -38,13 +38,22 @@ def check_numpy_softmax(func: Callable[..., object]) -> str:
         (_rand(2, 3, 4, 5), -1),
         (_rand(3, 5, 5), 0),
         (np.array([[1000.0, 1001.0, 1002.0], [-5.0, 0.0, 5.0]]), -1),
+        # ranges of thousands: shifting by the min or the mean still overflows
+        (np.array([[-3000.0, 0.0, 1000.0, 999.0], [2.0, -2500.0, 1.0, 2.5]]), -1),
+        (1500.0 * _rand(4, 3, 6), -1),
+        (np.array([[800.0, -2000.0], [-1500.0, 700.0], [0.0, 1.0]]), 0),
     ]
     for x, axis in cases:
         what = f"softmax of an array {x.shape} along axis={axis}"
         got = call_pure(func, x) if axis == -1 else call_pure(func, x, axis=axis)
         with np.errstate(over="ignore", invalid="ignore"):
             e_x = np.exp(x)
-            mistakes = {
+            shifted = {  # the shift is right only when it is the max
+                name: np.exp(x - shift(x, axis=axis, keepdims=True))
+                for name, shift in (("shift_min", np.min), ("shift_mean", np.mean))
+            }
+            mistakes = {  # a plain exp fails on the earlier [1000, 1001, 1002] row already
+                **{n: e / e.sum(axis=axis, keepdims=True) for n, e in shifted.items()},
                 "overflow": e_x / e_x.sum(axis=axis, keepdims=True),
                 "wrong_axis": softmax(x, axis=0 if axis == -1 else -1),
             }
@@ -85,8 +94,10 @@ def check_numpy_self_attention(func: Callable[..., object]) -> str:
     for i, (num_tokens, d_in, d_k, d_v, causal) in enumerate(cases):
         inputs = _attention_inputs(10 * i, num_tokens, d_in, d_k, d_v)
         what = f"X {inputs[0].shape}, W_Q {inputs[1].shape}, W_V {inputs[3].shape}, causal={causal}"
-        got_out, got_weights = _pair(call_pure(func, *inputs, causal=causal))
         want_out, want_weights = self_attention(*inputs, causal=causal)
+        got_out, got_weights = expect_pair(
+            call_pure(func, *inputs, causal=causal), (want_out, want_weights), "(output, weights)"
+        )
         mistakes = _numpy_mistakes(*inputs, causal)
         expect_close(
             got_weights,
@@ -118,9 +129,13 @@ def check_numpy_multi_head_attention(func: Callable[..., object]) -> str:
         heads = (W_Q_heads, W_K_heads, W_V_heads)
         W_O = _rand(300 + i, num_heads * head_dim, d_model)
         what = f"{num_heads} heads of width {head_dim}, X {X.shape}, causal={causal}"
-        got_out, got_weights = _pair(call_pure(func, X, *heads, W_O, causal=causal))
         want_out, want_weights = multi_head_attention(
             X, W_Q_heads, W_K_heads, W_V_heads, W_O, causal=causal
+        )
+        got_out, got_weights = expect_pair(
+            call_pure(func, X, *heads, W_O, causal=causal),
+            (want_out, want_weights),
+            "(output, weights)",
         )
         concatenated = np.concatenate(
             [self_attention(X, *w, causal=causal)[0] for w in zip(*heads, strict=True)], axis=-1
@@ -160,8 +175,10 @@ def check_weightless_attention(func: Callable[..., object]) -> str:
     cases = [journey, _rand(400, 4, 5), _rand(401, 1, 2), 0.5 * _rand(402, 7, 4)]
     for X in cases:
         what = f"X of shape {X.shape}"
-        got_context, got_weights = _pair(call_pure(func, X))
         want_context, want_weights = weightless_attention(X)
+        got_context, got_weights = expect_pair(
+            call_pure(func, X), (want_context, want_weights), "(context, weights)"
+        )
         scores = X @ X.T  # (num_tokens, num_tokens)
         weight_mistakes = {
             "weightless_scaled": softmax(scores / np.sqrt(X.shape[-1])),

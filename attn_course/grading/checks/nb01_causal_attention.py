@@ -8,7 +8,17 @@ import torch
 
 from ...attention import CausalAttention, causal_mask, padding_mask, scaled_dot_product_attention
 from ...blocks import count_parameters
-from ..expect import attention_mistakes, call_pure, expect_answer, expect_close, randn, seeded
+from ..expect import (
+    attention_mistakes,
+    call_pure,
+    expect_answer,
+    expect_close,
+    expect_function_gradients,
+    expect_pair,
+    invoke_many,
+    randn,
+    seeded,
+)
 from ..references import check_causal_class
 from ..registry import CheckFailed, register
 
@@ -18,10 +28,16 @@ NOTEBOOK = "01_causal_attention"
 @register("causal_mask", NOTEBOOK, time_limit=5.0)
 def check_causal_mask(func: Callable[..., object]) -> str:
     """``func(num_tokens)`` -> bool (T, T), True above the diagonal."""
-    for num_tokens in (5, 6, 1, 2, 9):
+    for num_tokens in (5, 6, 1, 2, 9, 1500):  # 1500: far beyond any size the lectures use
         want = causal_mask(num_tokens)
-        got = call_pure(func, num_tokens)
+        first, second = invoke_many(func, (num_tokens,), [{}, {}])
+        got = first["result"]
         what = f"causal_mask({num_tokens})"
+        if isinstance(got, torch.Tensor) and got.ndim == 2 and got.shape[0] < num_tokens:
+            raise CheckFailed(
+                f"{what} has shape {tuple(got.shape)}: build the mask for any num_tokens, not "
+                "by slicing one of a fixed size."
+            )
         eye = torch.eye(num_tokens, dtype=torch.bool)
         expect_close(
             got,
@@ -31,8 +47,15 @@ def check_causal_mask(func: Callable[..., object]) -> str:
                 "causal_inverted": ~want,
                 "mask_diagonal": want | eye,
                 "causal_past": want.T,
+                "causal_next_visible": want & ~torch.ones_like(want).triu(1).tril(1),
             },
         )
+        if first.get("storage") and first.get("storage") == second.get("storage"):
+            raise CheckFailed(
+                f"two calls of {what} returned the same memory (views of one cached tensor): "
+                "a caller that changes one mask in place changes the other. Build a new tensor "
+                "in every call."
+            )
     return "the mask hides exactly the future for every size."
 
 
@@ -73,8 +96,7 @@ def check_scaled_dot_product_attention(func: Callable[..., object]) -> str:
     for what, q, k, v, mask in _sdpa_cases():
         want_context, want_weights = scaled_dot_product_attention(q, k, v, mask)
         got = call_pure(func, q, k, v) if mask is None else call_pure(func, q, k, v, mask)
-        if not (isinstance(got, tuple) and len(got) == 2):
-            raise CheckFailed("return the pair (context, attn_weights), in this order.")
+        got = expect_pair(got, (want_context, want_weights), "(context, attn_weights)")
         mistakes = attention_mistakes(q, k, v, mask)
         expect_close(
             got[1],
@@ -87,6 +109,10 @@ def check_scaled_dot_product_attention(func: Callable[..., object]) -> str:
             want_context,
             f"the context for {what}",
             {n: c for n, (c, _) in mistakes.items()},
+        )
+        args = (q, k, v) if mask is None else (q, k, v, mask)
+        expect_function_gradients(
+            func, args, scaled_dot_product_attention, f"for {what}", seed=len(what)
         )
     return "weights and context match on batched, multi-head, masked and one-token inputs."
 

@@ -43,6 +43,7 @@ def check_multi_head_wrapper(cls: type) -> str:
             seed=60 + i,
             mistakes_of=_wrapper_mistakes,
             dropout_hint=HINTS["dropout_attention"],
+            dropout=i < 2,
         )
     return "same outputs as the lecture's wrapper, 1 to 3 heads."
 

@@ -17,7 +17,6 @@ from ...blocks import (
     count_parameters,
 )
 from ..expect import (
-    build_pair,
     call_pure,
     expect_answer,
     expect_close,
@@ -39,7 +38,12 @@ def check_padding_mask(func: Callable[..., object]) -> str:
         want = padding_mask(lengths, num_tokens)
         got = call_pure(func, list(lengths), num_tokens)
         what = f"padding_mask({lengths}, {num_tokens})"
-        if isinstance(got, torch.Tensor) and got.shape == (len(lengths), num_tokens):
+        if (
+            isinstance(got, torch.Tensor)
+            and got.shape != want.shape
+            and got.numel() == want.numel()
+            and got.shape[:1] == want.shape[:1]
+        ):
             raise CheckFailed(
                 f"{what} has shape {tuple(got.shape)}: return (b, 1, 1, num_tokens) so it "
                 "broadcasts over heads and query positions, e.g. mask[:, None, None, :]."
@@ -80,17 +84,20 @@ def check_feed_forward(cls: type) -> str:
             seed=140 + i,
             mistakes_of=_feed_forward_mistakes,
             dropout_hint=HINTS["dropout_feed_forward"],
+            dropout=i < 2,
         )
     return "same outputs as the lecture's FeedForward, dropout in its place."
 
 
-def _normalise(x: torch.Tensor, dim: int = -1, unbiased: bool = False, eps: str = "inside"):
+def _normalise(
+    x: torch.Tensor, dim: int = -1, unbiased: bool = False, eps: str = "inside", value=1e-5
+):
     """(x - mean) / sqrt(var + eps) along ``dim``, with the variants of the common mistakes."""
     centred = x - x.mean(dim=dim, keepdim=True)
     var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
     if eps == "outside":
-        return centred / (var.sqrt() + 1e-5)
-    return centred / (var.sqrt() if eps == "none" else torch.sqrt(var + 1e-5))
+        return centred / (var.sqrt() + value)
+    return centred / (var.sqrt() if eps == "none" else torch.sqrt(var + value))
 
 
 def _layer_norm_inputs(i: int, shape: tuple[int, ...]) -> torch.Tensor:
@@ -103,31 +110,50 @@ def _layer_norm_inputs(i: int, shape: tuple[int, ...]) -> torch.Tensor:
     return x
 
 
+def _layer_norm_mistakes(ref: LayerNorm, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    scale, shift, eps = ref.scale, ref.shift, ref.eps
+    mistakes = {
+        "unbiased": _normalise(x, unbiased=True, value=eps) * scale + shift,
+        "eps_outside": _normalise(x, eps="outside", value=eps) * scale + shift,
+        "std_eps_outside": _normalise(x, unbiased=True, eps="outside", value=eps) * scale + shift,
+        "no_eps": _normalise(x, eps="none") * scale + shift,
+        "norm_dim": _normalise(x, dim=0, value=eps) * scale + shift,
+        "no_affine": _normalise(x, value=eps),
+    }
+    if eps != 1e-5:
+        mistakes["eps_ignored"] = _normalise(x) * scale + shift
+    return mistakes
+
+
 @register("layer_norm", NOTEBOOK, time_limit=5.0)
 def check_layer_norm(cls: type) -> str:
-    """``cls(d_model)`` with parameters ``scale`` and ``shift``, as the lecture's LayerNorm."""
-    for i, shape in enumerate([(2, 3, 5), (1, 1, 4), (4, 6)]):
-        mine, ref = build_pair(cls, LayerNorm, (shape[-1],), seed=160 + i)
+    """``cls(d_model, eps=1e-5)`` with parameters ``scale`` and ``shift``, as the lecture's."""
+    for i, (shape, args) in enumerate(
+        [((2, 3, 5), (5,)), ((1, 1, 4), (4,)), ((4, 6), (6,)), ((3, 2, 4), (4, 0.01))]
+    ):
         x = _layer_norm_inputs(i, shape)
-        with torch.no_grad():
-            scale, shift = ref.scale, ref.shift
-            mistakes = {
-                "unbiased": _normalise(x, unbiased=True) * scale + shift,
-                "eps_outside": _normalise(x, eps="outside") * scale + shift,
-                "no_eps": _normalise(x, eps="none") * scale + shift,
-                "norm_dim": _normalise(x, dim=0) * scale + shift,
-                "no_affine": _normalise(x),
-            }
-            want = ref(x)
-        expect_close(
-            call_pure(mine, x),
-            want,
-            f"{cls.__name__}({shape[-1]}) on input {shape} (its last rows: one tiny spread, "
-            "one all equal)",
-            mistakes,
-            {"nan": HINTS["nan_layer_norm"]},
+
+        def what(call: tuple, args: tuple = args) -> str:
+            return (
+                f"{cls.__name__}{args} on input {tuple(call[0].shape)} (its last rows: one "
+                "tiny spread, one all equal)"
+            )
+
+        expect_like_reference(
+            cls,
+            LayerNorm,
+            args,
+            [(x,), (_layer_norm_inputs(i + 10, (2, *shape[1:])),)],
+            seed=160 + i,
+            mistakes_of=_layer_norm_mistakes,
+            hints={"nan": HINTS["nan_layer_norm"]},
+            what=what,
+            dropout=i < 2,
         )
-    return "same outputs as the lecture's LayerNorm, eps and learned scale and shift included."
+    return (
+        "same outputs and gradients as the lecture's LayerNorm: eps (also a non-default one), "
+        "initial and learned scale and shift."
+    )
 
 
 @register("encoder_layer", NOTEBOOK, time_limit=10.0)
@@ -171,6 +197,7 @@ def check_transformer_block(cls: type) -> str:
             seed=220 + i,
             mistakes_of=_block_mistakes,
             dropout_hint=HINTS["dropout_block"],
+            dropout=i < 2,
         )
     return "same outputs as the lecture's pre-LN TransformerBlock, dropout in its place."
 

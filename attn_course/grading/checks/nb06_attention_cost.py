@@ -5,7 +5,14 @@ from __future__ import annotations
 import torch
 
 from ...attention import MultiHeadAttention
-from ..expect import build_pair, expect_answer, invoke, randn
+from ..expect import (
+    build_pair,
+    expect_answer,
+    expect_close,
+    invoke,
+    memory_grown_past,
+    randn,
+)
 from ..hints import HINTS
 from ..references import DROPOUT, MHA_CONFIGS, check_mha_class, sdpa_mistakes
 from ..registry import CheckFailed, register
@@ -39,6 +46,9 @@ def check_attn_weights_numel(answer: object) -> str:
             want // BATCH: "Count both sequences of the batch.",
             want // num_tokens * head_dim: "The weights are num_tokens x num_tokens per head; "
             "head_dim is the width of the queries and keys.",
+            BATCH * NUM_HEADS * num_tokens * (num_tokens + 1) // 2: "That counts only the "
+            "visible entries (on and below the diagonal). The masked ones are stored too, as "
+            "zeros after the softmax: count every entry, numel().",
         },
     )
 
@@ -82,4 +92,26 @@ def check_sdpa_attention(cls: type) -> str:
             "compute the context with the fused function, F.scaled_dot_product_attention("
             "queries, keys, values, is_causal=True), instead of the scores, mask and softmax."
         )
+    _check_fused_memory(cls)
     return "the fused kernel gives the same outputs as the lecture's MultiHeadAttention."
+
+
+def _check_fused_memory(cls: type, num_tokens: int = 4096, num_heads: int = 2) -> None:
+    """The scores of 4096 tokens take 128 MiB (2 heads); the fused kernel never holds them,
+    the scores-mask-softmax path holds them twice. In official grading the kernel's memory
+    is measured from outside it (``peak_memory``): the call count above lives in the kernel."""
+    d_model = 32
+    args = (d_model, d_model, num_tokens, 0.0, num_heads, False)
+    mine, ref = build_pair(cls, MultiHeadAttention, args, 91)
+    x = randn(1, num_tokens, d_model, seed=92)
+    reply = invoke(mine, (x,), no_grad=True, peak_memory=True)
+    with torch.no_grad():
+        expect_close(reply["result"], ref(x), f"{cls.__name__}{args} on {num_tokens} tokens")
+    grown = memory_grown_past(reply, 1.5 * num_heads * num_tokens**2 * x.element_size())
+    if grown is not None:
+        raise CheckFailed(
+            f"right outputs, but on {num_tokens} tokens the kernel's memory grew by "
+            f"{grown / 2**20:.0f} MiB, as if the ({num_tokens}, {num_tokens}) scores of every "
+            "head were built: let F.scaled_dot_product_attention compute the context, "
+            "with is_causal=True, instead of the scores, mask and softmax."
+        )

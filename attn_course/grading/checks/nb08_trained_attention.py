@@ -3,6 +3,7 @@ heads."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import cast
 
@@ -14,7 +15,14 @@ from ...model import ModelConfig, TinyTransformer, ablated
 from ...positions import apply_rope, rope_angles, rope_attention, sinusoidal_positions
 from ...tasks import TASKS
 from ...training import model_config, pretrained
-from ..expect import call_explained, call_pure, expect_close, randn, seeded
+from ..expect import (
+    call_explained,
+    call_pure,
+    expect_close,
+    expect_function_gradients,
+    randn,
+    seeded,
+)
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "08_trained_attention"
@@ -42,6 +50,9 @@ def check_previous_token_score(func: Callable[..., object]) -> str:
                 "previous_next": torch.zeros_like(want),
                 "previous_all_rows": all_rows,
             },  # fmt: skip
+        )
+        expect_function_gradients(
+            func, (w,), previous_token_score, f"the score of weights {tuple(w.shape)}", seed=800 + i
         )
     return "your score matches head_scores.previous_token_score."
 
@@ -138,17 +149,22 @@ def check_rope_attention(func: Callable[..., object]) -> str:
     return "RoPE turns the queries and keys, the values stay as they are."
 
 
-def _induction_model(keep: tuple[int, ...]) -> TinyTransformer:
-    """The shipped induction model whose layer-1 heads outside ``keep`` get untrained weights."""
+def _induction_model(keep: tuple[int, ...], fresh_layer_0: bool = False) -> TinyTransformer:
+    """The shipped induction model whose layer-1 heads outside ``keep`` get untrained query
+    and key weights (with ``fresh_layer_0``, layer 0's heads too: no previous-token head)."""
     with seeded(808):  # loading forks the global RNG: only under the lock (grading threads)
         model = pretrained("induction")
         fresh = TinyTransformer(model_config(TASKS["induction"]))
-    att, new = (cast(MultiHeadAttention, m.layers[1]) for m in (model, fresh))
+    changed = {1: set(range(model.cfg.num_heads)) - set(keep)}
+    if fresh_layer_0:
+        changed[0] = set(range(model.cfg.num_heads))
     with torch.no_grad():
-        for head in set(range(att.num_heads)) - set(keep):
-            rows = slice(head * att.head_dim, (head + 1) * att.head_dim)
-            for name in ("W_query", "W_key"):
-                getattr(att, name).weight[rows] = getattr(new, name).weight[rows]
+        for layer, heads in changed.items():
+            att, new = (cast(MultiHeadAttention, m.layers[layer]) for m in (model, fresh))
+            for head in heads:
+                rows = slice(head * att.head_dim, (head + 1) * att.head_dim)
+                for name in ("W_query", "W_key"):
+                    getattr(att, name).weight[rows] = getattr(new, name).weight[rows]
     return model
 
 
@@ -156,32 +172,79 @@ def _heads_above(scores: torch.Tensor, threshold: float = 0.5) -> list[tuple[int
     return [tuple(lh) for lh in (scores > threshold).nonzero().tolist()]
 
 
+def _scores(model: TinyTransformer, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    with torch.no_grad():
+        model(tokens)
+        return head_scores(model.attention_weights(), tokens)
+
+
 @register("find_induction_heads", NOTEBOOK, time_limit=15.0)
 def check_find_induction_heads(func: Callable[..., object]) -> str:
-    """``func(model, tokens)`` -> sorted list of (layer, head) with induction score > 0.5."""
+    """``func(model, tokens)`` -> sorted list of (layer, head) with induction score > 0.5.
+
+    The model comes with the attention weights of an earlier run on OTHER tokens, so an
+    answer that does not run the model on ``tokens`` reads stale weights. Some batches hold
+    one sequence unlike the others (one token repeated), where the first sequence alone
+    gives another answer than the batch, or where layer 0's heads score above 0.5 too; some
+    models have no induction head at all.
+    """
     tokens = TASKS["induction"].batch(64, seed=808).tokens
-    for keep in ((0, 1, 2, 3), (2,), (1, 3)):
-        model = _induction_model(keep)
-        with torch.no_grad():
-            model(tokens)
-            scores = head_scores(model.attention_weights(), tokens)
-            got = func(model, tokens)
+    odd = tokens.clone()
+    odd[0] = 5  # one sequence of a single repeated token: every head "finds" its copies
+    many = tokens.clone()
+    many[:32] = torch.arange(32)[:, None]  # half the batch one token each: layer 0 scores high
+    earlier = TASKS["induction"].batch(64, seed=809).tokens.flip(-1)
+    cases = [((0, 1, 2, 3), False, tokens), ((2,), False, odd), ((1, 3), False, tokens)]
+    cases += [((), False, odd), ((0, 1, 2, 3), True, tokens), ((1,), False, many)]
+    for keep, fresh_layer_0, batch in cases:
+        model = _induction_model(keep, fresh_layer_0)
+        scores = _scores(copy.deepcopy(model), batch)
+        stale = _heads_above(
+            head_scores(_scores_weights(model, earlier), batch)["induction"]
+        )  # what the weights of the earlier run give
+        got = call_pure(func, model, batch)
         want = _heads_above(scores["induction"])
         if not isinstance(got, list | tuple):
             raise CheckFailed(f"expected a list of (layer, head) pairs, got {type(got).__name__}.")
         got = sorted(tuple(int(v) for v in pair) for pair in got)
         if got == want:
             continue
-        what = f"a model whose induction heads are {want}: you found {got}"
+        changed = "layers 0 and 1" if fresh_layer_0 else "layer 1"
+        what = (
+            f"a model whose {changed} heads were partly retrained away"
+            + (", tokens with one sequence unlike the others" if batch is odd else "")
+            + (", tokens with half the sequences one repeated token" if batch is many else "")
+            + f": its induction heads are {want}, you found {got}"
+        )
+        if got == stale and stale != want:
+            raise CheckFailed(
+                f"{what}, the heads of the model's EARLIER run. Run the model on the tokens "
+                "first (model(tokens)): model.attention_weights() holds the weights of the "
+                "last forward pass."
+            )
         if got == _heads_above(scores["previous-token"]):
             raise CheckFailed(f"{what}, the heads with a high PREVIOUS-TOKEN score.")
         if got == [(layer + 1, head + 1) for layer, head in want]:
             raise CheckFailed(f"{what}: layers and heads are numbered from 0.")
+        if got == sorted((head, layer) for layer, head in want):
+            raise CheckFailed(f"{what}: return (layer, head) pairs, the layer first.")
+        if got == _heads_above(_scores(copy.deepcopy(model), batch[:1])["induction"]):
+            raise CheckFailed(
+                f"{what}, the heads of the FIRST sequence alone: score the whole batch "
+                "(head_scores averages over all its sequences)."
+            )
         raise CheckFailed(
             f"{what}. Run the model on the tokens, take head_scores(model.attention_weights(), "
             "tokens)['induction'] and keep every (layer, head) above 0.5."
         )
     return "you find exactly the heads with an induction score above 0.5."
+
+
+def _scores_weights(model: TinyTransformer, tokens: torch.Tensor) -> torch.Tensor:
+    """Run ``model`` on ``tokens`` (it keeps the weights); return its attention weights."""
+    with torch.no_grad():
+        model(tokens)
+    return model.attention_weights()
 
 
 def _ablation_variant(model: TinyTransformer, layer: int, head: int, mistake: str) -> None:

@@ -16,7 +16,15 @@ from ...attention import (
 )
 from ...generation import KVCache, attend_cached
 from ...gqa import GroupedQueryAttention, kv_cache_bytes, repeat_kv
-from ..expect import call_pure, close, expect_answer, expect_close, randn, seeded
+from ..expect import (
+    call_pure,
+    close,
+    expect_answer,
+    expect_close,
+    expect_function_gradients,
+    randn,
+    seeded,
+)
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "09_generation_kv_cache"
@@ -55,6 +63,9 @@ def check_repeat_kv(func: Callable[..., object]) -> str:
             repeat_kv(x, group_size),
             f"repeat_kv(x of shape {shape}, group_size={group_size})",
             {"repeat_kv_tiled": x.repeat(1, group_size, 1, 1)},
+        )
+        expect_function_gradients(
+            func, (x, group_size), repeat_kv, f"repeat_kv(x of shape {shape})", seed=300 + i
         )
     return "every key/value head is repeated for the query heads of its group."
 

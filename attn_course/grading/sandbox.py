@@ -1,0 +1,265 @@
+"""The sandbox every submission's kernel runs in: Debian's bubblewrap (``bwrap``).
+
+Why bubblewrap: it is the sandbox of Flatpak, small, audited and packaged by every Linux
+distribution (one apt package, no daemon), and it gives what mature graders get from a
+throw-away container per submission (otter-grader, PrairieLearn) with Linux namespaces
+alone: a mount namespace holding only what we bind, new PID, network, IPC and UTS
+namespaces, ``--die-with-parent`` and ``--new-session``. A kernel starts in it in well
+under a second more than without it. Docker or podman would need a daemon or an image;
+nsjail and firejail are less widely packaged.
+
+What the kernel sees (``command``):
+
+* read-only: ``/usr`` (and the ``/bin``, ``/lib`` links), the venv and the Python it was
+  made from, and the course package alone (``/opt/attn-course/attn_course``, first on
+  ``PYTHONPATH``), never the checkout around it;
+* its own ``/proc`` (the processes of this sandbox only) and a minimal ``/dev``;
+* a private home and ``/tmp``, each a tmpfs of ``SCRATCH_BYTES``;
+* ``/run/kernel``, a tiny tmpfs with a read-only copy of its connection file, where it
+  makes its ZeroMQ ``ipc`` sockets; the grader reaches them through
+  ``/proc/PID/root/run/kernel``. No folder of the host is writable in the sandbox;
+* an environment of ``ENV_ALLOWED`` only, no network (not even loopback to the host), no
+  terminal (stdin/stdout/stderr are /dev/null), no capabilities.
+
+Limits, set by the Linux kernel (``prlimit``, util-linux), not by Python code the learner
+could undo: ``LIMITS`` (address space, processes, CPU seconds, file size, open files, no
+core dumps); and, where the grader may make one (cgroup v1, e.g. as root), a memory cgroup
+of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included.
+
+When the grader runs as root, bwrap runs privileged (no user namespace) and the kernel is
+started by ``setpriv`` as an unprivileged user id of its own (a random one above
+``SANDBOX_UID_BASE``, so that concurrent graders do not share one):
+root ignores the process limit, an unprivileged user does not.
+Run as another user, bwrap maps that user to uid 1000 in a user namespace of its own.
+
+Killing the bwrap process ends the sandbox: its PID namespace dies with its first
+process (``--die-with-parent``), and every process in it, detached or not, with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = [
+    "INSTALL",
+    "LIMITS",
+    "available",
+    "command",
+    "environment",
+    "kernel_uid",
+    "memory_cgroup",
+    "remove_cgroup",
+]
+
+INSTALL = "sudo apt-get install bubblewrap"  # Debian and Ubuntu
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # attn_course/
+COURSE_ROOT = "/opt/attn-course"  # where the package is bound in the sandbox
+HOME = "/home/learner"
+RUNTIME = "/run/kernel"  # the kernel's connection file and ZeroMQ ipc sockets
+CONNECTION_FILE = f"{RUNTIME}/kernel.json"
+RUNTIME_BYTES = 1 << 20
+SCRATCH_BYTES = 256 << 20  # each of the home and /tmp tmpfs
+LIMITS = {  # prlimit option -> value
+    "as": 6 << 30,  # bytes of address space (torch and the kernel take about 1 GiB)
+    "nproc": 256,  # processes and threads of the sandbox's user
+    "cpu": 1800,  # CPU seconds of one process
+    "fsize": 128 << 20,  # bytes of one file
+    "nofile": 1024,  # open files
+    "core": 0,  # no core dumps
+}
+ENV_ALLOWED = ("LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ")
+MEMORY_BYTES = 8 << 30  # all the sandbox's processes together, where a cgroup can be made
+SANDBOX_UID_BASE = 100_000  # root: each kernel runs as a uid above it, at random
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def kernel_uid() -> int | None:
+    """The unprivileged uid for the next kernel when the grader is root, else None."""
+    return SANDBOX_UID_BASE + secrets.randbelow(1 << 24) if os.geteuid() == 0 else None
+
+
+def _dirs_for(*paths: str) -> list[str]:
+    """``--dir`` for every ancestor of ``paths`` (bwrap would make them mode 0700)."""
+    made = ("/",)
+    ancestors = sorted({str(p) for path in paths for p in Path(path).parents if str(p) not in made})
+    return [arg for a in ancestors for arg in ("--perms", "0755", "--dir", a)]
+
+
+def scratch(path: str) -> list[str]:
+    """A private tmpfs of SCRATCH_BYTES at ``path`` that anyone may write (like /tmp)."""
+    return ["--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", path]
+
+
+def memory_cgroup() -> Path | None:
+    """A new memory cgroup (v1) under the grader's own, limited to MEMORY_BYTES; None where
+    the grader cannot make one (then only the per-process address-space limit holds)."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "memory" in controllers.split(","):
+                parent = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+                group = Path(tempfile.mkdtemp(prefix="attn-kernel-", dir=parent))
+                try:
+                    (group / "memory.limit_in_bytes").write_text(str(MEMORY_BYTES))
+                except OSError:
+                    group.rmdir()
+                    raise
+                return group
+    except OSError:
+        pass
+    return None
+
+
+def remove_cgroup(group: Path | None) -> None:
+    """Remove ``group`` once its processes are gone (they were killed just before)."""
+    for _ in range(20):
+        try:
+            if group is not None:
+                group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # still busy for a moment
+            time.sleep(0.05)
+
+
+def command(
+    argv: list[str],
+    uid: int | None,
+    connection_fd: int,
+    info_fd: int,
+    cgroup: Path | None = None,
+) -> list[str]:
+    """``argv`` (the kernel's command) wrapped in prlimit and bwrap, the way this doc says.
+
+    ``connection_fd`` is read into ``CONNECTION_FILE`` (read-only); bwrap writes the host
+    PID of the sandbox's first process to ``info_fd`` (JSON), whose ``/proc/PID/root`` is
+    the way in to the kernel's sockets. ``cgroup``: join it before anything else runs.
+    """
+    venv, base = Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()
+    binds = [str(p) for p in dict.fromkeys([venv, base]) if p.parts[:2] != ("/", "usr")]
+    package = f"{COURSE_ROOT}/attn_course"
+    namespaces = (
+        ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        + ["--unshare-cgroup-try"]
+        if uid is not None
+        else [
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            "1000",
+            "--gid",
+            "1000",
+            "--disable-userns",
+        ]
+    )
+    links = [
+        arg
+        for name in ("bin", "lib", "lib64", "sbin")
+        if Path(f"/{name}").is_symlink()
+        for arg in ("--symlink", os.readlink(f"/{name}"), f"/{name}")
+    ]
+    drop = (
+        [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
+        if uid is not None
+        else []
+    )
+    limits = [f"--{name}={value}" for name, value in LIMITS.items()]
+    join = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup)]
+    return [
+        *(join if cgroup else []),
+        "prlimit",
+        *limits,
+        "--",
+        _bwrap() or "bwrap",
+        *namespaces,
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        *links,
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *[arg for d in ("/tmp", HOME) for arg in scratch(d)],
+        *_dirs_for(*binds, package),
+        *[arg for path in binds for arg in ("--ro-bind", path, path)],
+        "--ro-bind",
+        str(PACKAGE_DIR),
+        package,
+        "--perms",
+        "1777",
+        "--size",
+        str(RUNTIME_BYTES),
+        "--tmpfs",
+        RUNTIME,
+        "--perms",
+        "0444",
+        "--ro-bind-data",
+        str(connection_fd),
+        CONNECTION_FILE,
+        "--info-fd",
+        str(info_fd),
+        "--chdir",
+        HOME,
+        *drop,
+        *argv,
+    ]
+
+
+def environment(extra: dict[str, str]) -> dict[str, str]:
+    """The kernel's whole environment: an allow-list, nothing else of the grader's."""
+    kept = {k: os.environ[k] for k in ENV_ALLOWED if k in os.environ}
+    return {
+        **kept,
+        "PATH": "/usr/bin:/bin",
+        "HOME": HOME,
+        "PYTHONPATH": COURSE_ROOT,
+        "MPLBACKEND": "Agg",
+        **extra,
+    }
+
+
+@functools.cache
+def available() -> str | None:
+    """None when bwrap can make a sandbox here; else a sentence saying why not."""
+    if _bwrap() is None:
+        return f"the grading sandbox needs bubblewrap (bwrap), which is not installed: {INSTALL}"
+    if shutil.which("prlimit") is None or (os.geteuid() == 0 and not shutil.which("setpriv")):
+        return "the grading sandbox needs prlimit and setpriv (Debian's util-linux)"
+    with open(os.devnull, "rb") as empty, open(os.devnull, "wb") as info:
+        fds = (empty.fileno(), info.fileno())  # an empty connection file; `true` needs none
+        trial = command(["/usr/bin/true"], kernel_uid(), *fds)
+        try:
+            done = subprocess.run(
+                trial, capture_output=True, text=True, timeout=30, env={}, pass_fds=fds
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap could not make a sandbox here: {exc}"
+    if done.returncode != 0:
+        return f"bubblewrap could not make a sandbox here: {done.stderr.strip()[:300]}"
+    return None

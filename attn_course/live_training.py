@@ -1,0 +1,98 @@
+"""Lecture 11's live run: the small Shakespeare model trained in the notebook, with samples.
+
+``train_live`` trains ``lm.LM_CONFIGS["small"]`` (about half a minute on one core) and, at
+every evaluation, prints the losses and a short sample, so the learner watches the loss fall
+and the samples turn from noise into words. Its exact numbers depend on the CPU's last bits,
+so the notebook compares nothing of it: the numbers nbval compares come from the stored run
+``data/live_run.json``, written by ``python -m attn_course.live_training`` with the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TextIO
+
+import torch
+
+from .generation import GPTModel, generate
+from .lm import tokenizer, train_lm
+
+__all__ = ["LiveRun", "train_live", "stored_run", "SAMPLE_PROMPT", "SAMPLE_EVERY"]
+
+CONFIG = "small"
+SAMPLE_PROMPT = "ROMEO:\n"
+SAMPLE_CHARS = 100
+SAMPLE_EVERY = 100  # steps between two samples (a multiple of the config's eval_every)
+STORED = "live_run.json"
+
+
+@dataclass
+class LiveRun:
+    """A run's curve, (step, train loss, held-out loss) per evaluation, and samples by step."""
+
+    curve: list[tuple[int, float, float]] = field(default_factory=list)
+    samples: dict[int, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@torch.no_grad()
+def sample_text(model: GPTModel, seed: int = 0) -> str:
+    """``SAMPLE_CHARS`` characters after ``SAMPLE_PROMPT`` at temperature 0.8 (portable draws)."""
+    tok = tokenizer()
+    prompt = torch.tensor([tok.encode(SAMPLE_PROMPT)])
+    generator = torch.Generator().manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    tokens, _ = generate(model, prompt, SAMPLE_CHARS, temperature=0.8, generator=generator)
+    model.train(was_training)
+    return tok.decode(tokens[0, prompt.shape[1] :].tolist())
+
+
+def train_live(progress: TextIO | None = sys.stdout) -> LiveRun:
+    """Train the small model from scratch; print a sample every ``SAMPLE_EVERY`` steps."""
+    run = LiveRun()
+
+    def on_eval(step: int, model: GPTModel) -> None:
+        if step % SAMPLE_EVERY == 0:
+            run.samples[step] = sample_text(model)
+            if progress is not None:
+                print(f"\n--- step {step}: {run.samples[step]!r}", file=progress)
+
+    result = train_lm(CONFIG, progress=progress, on_eval=on_eval)
+    run.curve, run.seconds = result.curve, result.seconds
+    return run
+
+
+def stored_run() -> LiveRun:
+    """The run stored in the package (its curve and samples; ``seconds`` as measured then)."""
+    saved = json.loads((resources.files("attn_course") / "data" / STORED).read_text())
+    return LiveRun(
+        curve=[(int(s), float(a), float(b)) for s, a, b in saved["curve"]],
+        samples={int(step): text for step, text in saved["samples"].items()},
+        seconds=float(saved["seconds"]),
+    )
+
+
+def main() -> None:
+    """Train once and store the run next to the corpus."""
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    run = train_live()
+    path = Path(__file__).parent / "data" / STORED
+    saved = asdict(run)
+    saved["curve"] = [
+        [step, round(train, 4), round(held_out, 4)] for step, train, held_out in run.curve
+    ]
+    saved["seconds"] = round(time.perf_counter() - start, 1)
+    saved["torch"] = torch.__version__
+    path.write_text(json.dumps(saved, indent=1) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

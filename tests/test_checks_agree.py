@@ -1,0 +1,112 @@
+"""check() in the notebook and the grade command give the same verdict, word for word.
+
+The answers are right in the notebook's eyes or wrong in ways that only show outside it (a
+forward hook, a replaced submodule, a mask made on the CPU, a hand-written dropout): each
+notebook is graded by ONE grade command, and each answer also goes through ``check()``'s
+path (``api.run_check``) in this process.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_grade_command import IMPORTS, grade, write_notebook
+
+from attn_course.grading.api import run_check
+from attn_course.grading.registry import load_checks
+
+pytestmark = pytest.mark.slow  # grades notebooks in kernels
+
+ZERO_HEAD_HOOK = """
+def zero_head(model, layer, head):
+    att = model.layers[layer]
+    cols = slice(head * att.head_dim, (head + 1) * att.head_dim)
+
+    def silence(module, inputs):
+        x = inputs[0].clone()
+        x[..., cols] = 0.0
+        return (x,)
+
+    att.out_proj.register_forward_pre_hook(silence)
+"""
+
+ZERO_HEAD_IDENTITY = """
+def zero_head(model, layer, head):
+    model.layers[layer].out_proj = torch.nn.Identity()
+"""
+
+CAUSAL_CPU_MASK = """
+from attn_course.attention import CausalAttention as Lecture
+
+class CausalAttention(Lecture):
+    def forward(self, x):
+        n = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1)
+        scores.masked_fill_(torch.ones(n, n, dtype=torch.bool).triu(1), -torch.inf)
+        return self.dropout(torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)) @ values
+"""
+
+CAUSAL_HAND_DROPOUT = """
+from attn_course.attention import CausalAttention as Lecture
+
+class CausalAttention(Lecture):
+    def forward(self, x):
+        n = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        w = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        if self.training:
+            keep = torch.rand_like(w) >= self.dropout.p
+            w = w * keep / (1 - self.dropout.p)
+        return w @ values
+"""
+
+ENCODER_SHARED_NORM = """
+from attn_course.blocks import EncoderLayer as Lecture
+
+class EncoderLayer(Lecture):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1):
+        super().__init__(d_model, num_heads, d_ff, dropout)
+        self.norm2 = self.norm1
+"""
+
+CASES = {  # folder: (notebook stem, check id, answer source, answer name)
+    "hook": ("08_trained_attention", "zero_head", ZERO_HEAD_HOOK, "zero_head"),
+    "identity": ("08_trained_attention", "zero_head", ZERO_HEAD_IDENTITY, "zero_head"),
+    "cpu_mask": ("01_causal_attention", "causal_attention", CAUSAL_CPU_MASK, "CausalAttention"),
+    "dropout": ("01_causal_attention", "causal_attention", CAUSAL_HAND_DROPOUT, "CausalAttention"),
+    "shared_norm": ("05_transformer_blocks", "encoder_layer", ENCODER_SHARED_NORM, "EncoderLayer"),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("agree")
+    paths = {
+        folder: write_notebook(
+            root / folder / f"{stem}.ipynb",
+            [IMPORTS, source, f"check({check_id!r}, {name})"],
+        )
+        for folder, (stem, check_id, source, name) in CASES.items()
+    }
+    process = grade(*paths.values(), "--json", root / "report.json", cwd=root)
+    assert process.returncode == 0, process.stderr
+    report = json.loads((root / "report.json").read_text(encoding="utf-8"))
+    by_path = {nb["path"]: nb for nb in report["notebooks"]}
+    return {folder: by_path[str(path)] for folder, path in paths.items()}
+
+
+@pytest.mark.parametrize("folder", sorted(CASES))
+def test_check_and_grade_agree(graded, folder):
+    stem, check_id, source, name = CASES[folder]
+    namespace: dict = {}
+    exec(IMPORTS + "\n" + source, namespace)
+    local = run_check(load_checks()[check_id], namespace[name])
+    (remote,) = [c for c in graded[folder]["checks"] if c["id"] == check_id]
+    assert (remote["status"], remote["message"]) == (local.status.value, local.message)
+    if folder == "dropout":
+        assert local.status.value == "passed"
+    else:
+        assert local.status.value == "failed"

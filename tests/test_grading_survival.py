@@ -1,0 +1,121 @@
+"""The grader survives any notebook: a failure while grading one notebook costs that notebook's
+affected check only, and the class run ends with a gradebook.
+
+The honest case first: a correct-looking answer whose one C-level torch call (a long chain
+of big matrix products) runs past the check's time limit. SIGALRM cannot stop a C call, so
+the grader interrupts, then kills the kernel; it must then start a new kernel, replay the
+learner's cells and grade the notebook's later checks there.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import ROOT
+from nbformat.v4 import new_code_cell, new_notebook
+
+from attn_course.grading import sandbox
+
+pytestmark = pytest.mark.slow  # grades notebooks in kernels
+
+IMPORTS = "import torch\nfrom attn_course.grading import check"
+GOOD_MASK = "torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1)"
+GOOD_SDPA = (
+    "def scaled_dot_product_attention(queries, keys, values, mask=None):\n"
+    "    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5\n"
+    "    if mask is not None:\n"
+    "        scores = scores.masked_fill(mask, -torch.inf)\n"
+    "    weights = torch.softmax(scores, dim=-1)\n"
+    "    return weights @ values, weights"
+)
+# One C call of minutes (about 120 products of 4000 x 4000 matrices): no signal stops it.
+LONG_CALL = (
+    "def causal_mask(num_tokens):\n"
+    "    torch.linalg.matrix_power(torch.rand(4000, 4000), 2**62)\n"
+    f"    return {GOOD_MASK}"
+)
+HONEST = [
+    IMPORTS,
+    LONG_CALL,
+    'check("causal_mask", causal_mask)',
+    GOOD_SDPA,
+    'check("scaled_dot_product_attention", scaled_dot_product_attention)',
+]
+CLASSMATE = [
+    IMPORTS,
+    f"def causal_mask(num_tokens):\n    return {GOOD_MASK}",
+    'check("causal_mask", causal_mask)',
+    GOOD_SDPA,
+    'check("scaled_dot_product_attention", scaled_dot_product_attention)',
+]
+STEM = "01_causal_attention"
+
+
+def write_notebook(path: Path, sources: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources]), path)
+    return path
+
+
+def grade(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    process = subprocess.run(
+        [sys.executable, "-m", "attn_course", "grade", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr
+    return process
+
+
+@pytest.fixture(scope="module")
+def roster(tmp_path_factory):
+    if sandbox.available() is not None:  # grade --roster refuses to run without it
+        pytest.skip(f"no grading sandbox: {sandbox.available()}")
+    """A class of two graded with --roster: the honest long call, and a classmate."""
+    root = tmp_path_factory.mktemp("survival")
+    write_notebook(root / "class" / "honest" / f"{STEM}.ipynb", HONEST)
+    write_notebook(root / "class" / "classmate" / f"{STEM}.ipynb", CLASSMATE)
+    grade("--roster", root / "class", "--out", root / "out", cwd=root)
+    with (root / "out" / "gradebook.csv").open(encoding="utf-8") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    students = {
+        name: json.loads((root / "out" / "students" / f"{name}.json").read_text()) for name in rows
+    }
+    return rows, students
+
+
+def test_the_long_call_costs_its_own_check_only(roster):
+    rows, students = roster
+    (report,) = students["honest"]["notebooks"]
+    verdicts = {c["id"]: c for c in report["checks"]}
+    assert verdicts["causal_mask"]["status"] in ("timeout", "error")
+    assert "stopped" in verdicts["causal_mask"]["message"]
+    # graded in a replacement kernel, with the learner's cells replayed
+    assert verdicts["scaled_dot_product_attention"]["status"] == "passed"
+    assert rows["honest"]["causal_mask"] == "0"
+    assert rows["honest"]["scaled_dot_product_attention"] == "1"
+
+
+def test_the_classmate_is_graded_as_if_alone(roster):
+    rows, _ = roster
+    assert rows["classmate"]["causal_mask"] == "1"
+    assert rows["classmate"]["scaled_dot_product_attention"] == "1"
+
+
+def test_the_grade_command_reports_the_long_call(tmp_path):
+    path = write_notebook(tmp_path / f"{STEM}.ipynb", HONEST)
+    grade(path, "--json", tmp_path / "report.json", cwd=tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    verdicts = {c["id"]: c["status"] for c in report["notebooks"][0]["checks"]}
+    assert verdicts["causal_mask"] in ("timeout", "error")
+    assert verdicts["scaled_dot_product_attention"] == "passed"

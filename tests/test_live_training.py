@@ -1,0 +1,33 @@
+"""Lecture 11's live run: the stored run shows learning, and a fresh run agrees with it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attn_course.live_training import SAMPLE_CHARS, SAMPLE_EVERY, stored_run, train_live
+from attn_course.lm import LM_CONFIGS
+
+
+def test_the_stored_run_is_a_full_run_of_the_small_config():
+    run, cfg = stored_run(), LM_CONFIGS["small"]
+    assert [step for step, _, _ in run.curve] == list(range(cfg.eval_every, cfg.steps + 1,
+                                                            cfg.eval_every))  # fmt: skip
+    assert list(run.samples) == list(range(SAMPLE_EVERY, cfg.steps + 1, SAMPLE_EVERY))
+    assert all(len(text) == SAMPLE_CHARS for text in run.samples.values())
+
+
+def test_the_stored_run_learns():
+    run = stored_run()
+    first, last = run.curve[0], run.curve[-1]
+    assert last[2] < first[2] - 0.5  # the held-out loss falls
+    assert abs(last[1] - last[2]) < 0.1  # train and held-out stay together (the prose says so)
+    # the samples learn the play's layout: speaker lines (NAME:) appear by the last sample
+    assert re.search(r"\n[A-Z ]+:\n", list(run.samples.values())[-1])
+
+
+@pytest.mark.slow  # trains for about half a minute
+def test_a_fresh_run_ends_where_the_stored_run_ends():
+    live, stored = train_live(progress=None), stored_run()
+    assert abs(live.curve[-1][2] - stored.curve[-1][2]) < 0.15

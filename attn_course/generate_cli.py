@@ -33,11 +33,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--top-p", type=float, default=None, help="keep the nucleus of mass P")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draws; default 0")
     parser.add_argument("--no-cache", action="store_true", help="generate without the KV cache")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    torch.set_num_threads(args.threads)  # one step is many small operations: 1 thread waits least
     try:
         if args.max_new_tokens < 1:
             raise ValueError(f"--max-new-tokens {args.max_new_tokens} must be at least 1.")

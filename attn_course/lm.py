@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 
 from .corpus import load_corpus
-from .generation import GPTConfig, GPTModel
+from .generation import GPTConfig, GPTModel, generate
+from .generation_metrics import words
 from .gqa import kv_cache_bytes, validate_kv_groups
 from .tokenizer import CharTokenizer
 
@@ -44,7 +45,7 @@ __all__ = [
     "load_lm",
     "pretrained_lm",
     "sample",
-    "real_word_fraction",
+    "training_words",
     "pool_kv_heads",
     "gqa_table",
     "print_gqa_table",
@@ -341,26 +342,19 @@ def held_out_loss(model: GPTModel, num_chars: int | None = None) -> float:
 def sample(
     model: GPTModel, prompt: str, num_chars: int, temperature: float = 0.8, seed: int = 0
 ) -> str:
-    """A plain temperature sampler (no cache): ``prompt`` and ``num_chars`` new characters."""
-    tok, gen = tokenizer(), torch.Generator().manual_seed(seed)
-    ids = tok.encode(prompt)
-    for _ in range(num_chars):
-        context = torch.tensor([ids[-model.cfg.context_length :]])
-        logits = model(context)[0, -1]  # (vocab_size,)
-        probs = torch.softmax(logits / temperature, dim=-1)
-        ids.append(int(torch.multinomial(probs, 1, generator=gen)))
-    return tok.decode(ids)
+    """``prompt`` and ``num_chars`` new characters drawn at ``temperature`` (``generate``
+    with the KV cache and the sampling module's portable draws)."""
+    tok = tokenizer()
+    ids = torch.tensor([tok.encode(prompt)])
+    generator = torch.Generator().manual_seed(seed)
+    tokens, _ = generate(model, ids, num_chars, temperature=temperature, generator=generator)
+    return tok.decode(tokens[0].tolist())
 
 
-def _words(text: str) -> list[str]:
-    return [w.strip("'").lower() for w in re.findall(r"[A-Za-z']+", text) if w.strip("'")]
-
-
-def real_word_fraction(text: str) -> float:
-    """Fraction of ``text``'s words (letters and apostrophes) that occur in the training plays."""
-    known = set(_words(load_corpus().train_text))
-    words = _words(text)
-    return sum(w in known for w in words) / max(1, len(words))
+@cache
+def training_words() -> frozenset[str]:
+    """The words of the training plays (``generation_metrics.words``), for real-word counts."""
+    return frozenset(words(load_corpus().train_text))
 
 
 # ---- grouped-query attention by mean-pooling ----------------------------------------------

@@ -34,14 +34,15 @@ from pathlib import Path
 
 import torch
 
+from attn_course.generation_metrics import real_word_fraction
 from attn_course.lm import (
     gqa_table,
     held_out_loss,
     pretrained_lm,
     print_gqa_table,
-    real_word_fraction,
     sample,
     train_lm,
+    training_words,
 )
 from attn_course.tasks import TASKS
 from attn_course.training import TRAIN_CONFIGS, evaluate, train
@@ -105,7 +106,7 @@ def bench_shakespeare(retrain: bool, small: bool, gqa: bool) -> None:
     loss = held_out_loss(model)
     seconds = time.perf_counter() - start
     text = "".join(sample(model, p, 500, temperature=0.8, seed=i) for i, p in enumerate(PROMPTS))
-    words = real_word_fraction(text)
+    words = real_word_fraction(text, training_words())
     print("\nshakespeare, the shipped model now:")
     print(
         f"  weights file {mb:.2f} MB (bfloat16); target <= {LM_MB:.0f} MB: {verdict(mb <= LM_MB)}"

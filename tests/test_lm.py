@@ -19,10 +19,10 @@ from attn_course.lm import (
     LMTrainConfig,
     evaluate_text,
     pool_kv_heads,
-    real_word_fraction,
     resolve_device,
     tokenizer,
     train_lm,
+    training_words,
 )
 from attn_course.tokenizer import CharTokenizer
 
@@ -205,10 +205,11 @@ def test_pooling_averages_the_groups_key_weights():
         pool_kv_heads(model, 3)
 
 
-def test_real_word_fraction():
-    assert real_word_fraction("The king's horse, my lord!") == 1.0
-    assert real_word_fraction("the zqxv bover") == pytest.approx(1 / 3)
-    assert real_word_fraction("...") == 0.0
+def test_training_words_are_the_training_plays_words():
+    known = training_words()
+    assert {"king", "o'er", "thou"} <= known
+    assert "malvolio" not in known  # a name of Twelfth Night, a held-out play only
+    assert not any(w != w.lower() for w in known)
 
 
 def test_training_can_start_from_given_weights_such_as_a_pooled_model():

@@ -207,8 +207,8 @@ def tiled_attention(queries, keys, values, causal=False, block_size=64):
     with _disable_current_modes():
         scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
         if causal:  # the queries are the last positions (bottom-right), as tiled.py aligns them
-            num_queries, num_keys = scores.shape[-2:]
-            hidden = torch.ones(num_queries, num_keys, dtype=torch.bool).triu(1 + num_keys - num_queries)
+            nq, nk = scores.shape[-2:]
+            hidden = torch.ones(nq, nk, dtype=torch.bool).triu(1 + nk - nq)
             scores = scores.masked_fill(hidden, float("-inf"))
         return torch.softmax(scores, dim=-1) @ values"""
 

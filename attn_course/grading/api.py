@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from IPython import get_ipython
 from IPython.display import display
+from torch import nn
 
 from . import agent
 from .errors import caused_by, describe_error
@@ -93,6 +94,10 @@ def run_check(
     if obj is Ellipsis:
         return CheckResult(spec.id, Status.NOT_ATTEMPTED, "replace `...` with your answer")
     guards = (agent.time_limit(time_limit), _fixed_seeds(), _capped_output()) if local else ()
+    if local and (
+        isinstance(obj, nn.Module) or isinstance(obj, type) and issubclass(obj, nn.Module)
+    ):
+        agent.prepare_meta()  # module checks run it on the meta device: import outside the limit
     try:
         with contextlib.ExitStack() as stack:
             for guard in guards:

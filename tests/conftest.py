@@ -5,6 +5,9 @@ import ``ROOT`` from here, the wrong-implementations library (``wrong_implementa
 benchmark helpers (``make_class``) by name.
 """
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -16,3 +19,20 @@ matplotlib.use("Agg")  # before any test imports pyplot: no window, the same pix
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def grade_command(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    """Run ``python -m attn_course grade ARGS`` from ``cwd``, this checkout importable and a
+    test signing key in the environment (never the key in the tester's home folder)."""
+    return subprocess.run(
+        [sys.executable, "-m", "attn_course", "grade", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "ATTN_GRADE_KEY": "a test key, 32 characters long",
+        },
+        timeout=600,
+    )

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import grade_command
 from nbformat.v4 import new_code_cell, new_notebook
 
 from attn_course.grading import STATUSES, checks_for
@@ -96,16 +93,7 @@ def write_notebook(path: Path, sources: list[str]) -> Path:
     return path
 
 
-def grade(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    """Run the grade command from ``cwd``, with this checkout's attn_course importable."""
-    return subprocess.run(
-        [sys.executable, "-m", "attn_course", "grade", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=600,
-    )
+grade = grade_command
 
 
 def digest(path: Path) -> str:

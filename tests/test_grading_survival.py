@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import grade_command
 from nbformat.v4 import new_code_cell, new_notebook
 
 from attn_course.grading import sandbox
@@ -65,14 +63,7 @@ def write_notebook(path: Path, sources: list[str]) -> Path:
 
 
 def grade(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    process = subprocess.run(
-        [sys.executable, "-m", "attn_course", "grade", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=600,
-    )
+    process = grade_command(*args, cwd=cwd)
     assert process.returncode == 0, process.stderr
     return process
 

@@ -14,12 +14,11 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, grade_command
 from make_class import make_class
 
 pytestmark = pytest.mark.slow  # grades a class in kernels
@@ -30,18 +29,7 @@ ESCAPES = "\x1b[2J\x1b[H"
 
 
 def grade(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    process = subprocess.run(
-        [sys.executable, "-m", "attn_course", "grade", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "ATTN_GRADE_KEY": "a test key, 32 characters long",
-        },
-        timeout=600,
-    )
+    process = grade_command(*args, cwd=cwd)
     assert process.returncode == 0, process.stderr
     return process
 

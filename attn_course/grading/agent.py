@@ -48,8 +48,9 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 _GRADING_DIR = str(Path(__file__).resolve().parent)
 
 
-def prepare_meta() -> None:
-    """Import torch._dynamo, which the meta device's first ``masked_fill`` imports (1 to 4 s).
+def preload_dynamo() -> None:
+    """Import torch._dynamo, which the meta device's first ``masked_fill`` and the first
+    dispatch mode (``track_largest``) import (1 to 4 s; far more on a loaded machine).
 
     Called before a time limit starts, never inside one: an import stopped halfway breaks every
     later call on the meta device ("Duplicate dispatch rule"). Not at import time: the kernel
@@ -455,8 +456,9 @@ def serve(request: str) -> None:
         op, limit = request_data["op"], request_data.get("time_limit")
         args = [_decode(a) for a in request_data["args"]]
         kwargs = {k: _decode(v) for k, v in request_data.get("kwargs", {}).items()}
-        if op == "call" and request_data.get("options", {}).get("device") == "meta":
-            prepare_meta()  # outside the time limit
+        options = request_data.get("options", {})
+        if op == "call" and (options.get("device") == "meta" or options.get("track_largest")):
+            preload_dynamo()  # outside the time limit
         previous_profile = sys.getprofile()
         sys.setprofile(reference)
         try:

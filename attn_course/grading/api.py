@@ -95,9 +95,12 @@ def run_check(
         return CheckResult(spec.id, Status.NOT_ATTEMPTED, "replace `...` with your answer")
     guards = (agent.time_limit(time_limit), _fixed_seeds(), _capped_output()) if local else ()
     if local and (
-        isinstance(obj, nn.Module) or isinstance(obj, type) and issubclass(obj, nn.Module)
+        spec.imports_dynamo
+        or isinstance(obj, nn.Module)
+        or isinstance(obj, type)
+        and issubclass(obj, nn.Module)
     ):
-        agent.prepare_meta()  # module checks run it on the meta device: import outside the limit
+        agent.preload_dynamo()  # module checks use the meta device: import outside the limit
     try:
         with contextlib.ExitStack() as stack:
             for guard in guards:

@@ -40,20 +40,23 @@ class CheckSpec:
     notebook: str  # notebook stem, e.g. "03_weight_split_mha"
     func: CheckFunction
     time_limit: float  # seconds
+    # the check uses the meta device or a dispatch mode, whose first use imports
+    # torch._dynamo: ``run_check`` imports it before the time limit starts
+    imports_dynamo: bool = False
 
 
 CHECKS: dict[str, CheckSpec] = {}
 
 
 def register(
-    check_id: str, notebook: str, time_limit: float = 10.0
+    check_id: str, notebook: str, time_limit: float = 10.0, imports_dynamo: bool = False
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Decorator: register ``func`` as the check ``check_id`` of ``notebook``."""
 
     def decorate(func: CheckFunction) -> CheckFunction:
         if check_id in CHECKS:
             raise ValueError(f"check id {check_id!r} is registered twice")
-        CHECKS[check_id] = CheckSpec(check_id, notebook, func, time_limit)
+        CHECKS[check_id] = CheckSpec(check_id, notebook, func, time_limit, imports_dynamo)
         return func
 
     return decorate

@@ -31,7 +31,7 @@ def weights_numel(num_tokens: int) -> int:
     return mha.attn_weights.numel()
 
 
-@register("attn_weights_numel", NOTEBOOK, time_limit=15.0)
+@register("attn_weights_numel", NOTEBOOK, time_limit=15.0, imports_dynamo=True)
 def check_attn_weights_numel(answer: object) -> str:
     """Elements of the weights for a (2, 1024, 768) batch through 12 heads."""
     num_tokens = 1024

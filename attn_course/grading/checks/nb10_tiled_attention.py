@@ -205,7 +205,7 @@ def _full_size(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: in
     return heads * nq * nk if heads * nq * nk > right else 2**62
 
 
-@register("tiled_attention", NOTEBOOK, time_limit=15.0)
+@register("tiled_attention", NOTEBOOK, time_limit=15.0, imports_dynamo=True)
 def check_tiled_attention(func: Callable[..., object]) -> str:
     """``func(queries, keys, values, causal, block_size)`` without an (nq, nk) tensor."""
     shapes = [  # (lead dims, num_queries, num_keys, head_dim, d_v, block_size)

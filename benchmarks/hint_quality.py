@@ -1,9 +1,7 @@
 """How often a rejected wrong answer gets a hint that names its mistake, and how often one misleads.
 
 Runs every wrong implementation of the library through its check, as ``check()`` does in a
-notebook (``api.run_check``): ``tests/wrong_implementations.py`` (``WRONG``) and the lists of
-notebooks 08 to 10 (``tests/test_checks_nb08.py``, ``tests/test_checks_generation_tiled.py``).
-Each wrong answer declares the words its hint must contain. A verdict is
+notebook (``api.run_check``): ``WRONG`` of ``tests/answers.py``. Each wrong answer declares the words its hint must contain. A verdict is
 
 - named: failed, and the hint holds every declared word;
 - generic: a Python error, or failed with a hint that names no mistake (a largest
@@ -50,14 +48,10 @@ class Case:
 def library() -> tuple[list[Case], list[Case]]:
     """The wrong cases and the right ones (the right ones declare no words)."""
     sys.path.insert(0, str(TESTS))
-    import test_checks_generation_tiled as nb09_10
-    import test_checks_nb08 as nb08
-    import wrong_implementations as library
+    import answers
 
-    wrong = [Case(w.name, w.check_id, w.obj, w.hint_words) for w in library.WRONG]
-    for check_id, obj, words in nb08.WRONG_08 + nb09_10.WRONG:
-        wrong.append(Case(getattr(obj, "__name__", check_id), check_id, obj, words))
-    right = [Case(name, check_id, obj, ()) for name, check_id, obj in library.CORRECT]
+    wrong = [Case(w.name, w.check_id, w.obj, w.hint_words) for w in answers.WRONG]
+    right = [Case(name, check_id, obj, ()) for name, check_id, obj in answers.CORRECT]
     return wrong, right
 
 

@@ -35,25 +35,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import sync_playwright
+from support import CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT
 
 from attn_course.data import EXAMPLES, example
 
 ARTIFACTS = ROOT / "artifacts" / "browser"
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's; `make test` installs it (`make chromium`)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 NOTEBOOKS = ["notebooks/03_weight_split_mha.ipynb", "notebooks/05_transformer_blocks.ipynb"]
 
 WATCHDOG_S = 900  # the whole module: notebooks 03, 05, 08, 11 and the verdict
@@ -70,7 +59,6 @@ LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
 }
-VIEWPORT = {"width": 1366, "height": 900}  # a common laptop screen
 NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
 NEWS_WAIT_S = 10  # JupyterLab asks within a second or two of start-up
 MIN_LABEL_PX = 11  # token labels, titles, axis labels as rendered

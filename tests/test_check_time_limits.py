@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 pytestmark = pytest.mark.slow  # one interpreter per solution notebook
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from test_checks_nb08 import NB08_REFERENCE
+from answers import CORRECT, NOT_IN_NUMPY_HINTS, REFERENCE, WRONG
+from support import verdict
 from torch.nn.functional import scaled_dot_product_attention
-from wrong_implementations import CORRECT, NB11_REFERENCE, NOT_IN_NUMPY_HINTS, WRONG
 
-from attn_course import attention, blocks, foundations, generation, gqa, numpy_attention, tiled
+from attn_course import attention
 from attn_course.attention import merge_heads, split_heads
 from attn_course.grading import checks, expect  # noqa: F401  (checks registers the checks)
-from attn_course.grading.registry import CHECKS, CheckFailed
+from attn_course.grading.registry import CHECKS
 
 NOTEBOOKS = [
     "00_numpy_attention",
@@ -32,88 +32,9 @@ NOTEBOOKS = [
     "11_language_model",
 ]
 
-# The correct answers, from the package or worked out by hand in the comments.
-REFERENCE = {
-    "numpy_softmax": numpy_attention.softmax,
-    "numpy_self_attention": numpy_attention.self_attention,
-    "numpy_multi_head_attention": numpy_attention.multi_head_attention,
-    "numpy_weights_shape": (6, 6),  # 6 queries x 6 keys
-    "causal_mask": attention.causal_mask,
-    "scaled_dot_product_attention": attention.scaled_dot_product_attention,
-    "causal_attention": attention.CausalAttention,
-    "causal_attention_parameters": 3 * (3 * 2 + 2),  # three (3 -> 2) linears with bias
-    "multi_head_wrapper": attention.MultiHeadAttentionWrapper,
-    "wrapper_output_shape": (2, 6, 3 * 2),  # 3 heads of width 2
-    "wrapper_parameter_count": 3 * 3 * (3 * 2),  # 3 heads x 3 bias-free (3 -> 2) linears
-    "multi_head_attention": attention.MultiHeadAttention,
-    "copy_wrapper_weights": attention.copy_wrapper_weights,
-    "mha_parameter_count": 3 * 36 + 36 + 6,  # q, k, v without bias, out_proj with bias
-    "split_heads": attention.split_heads,
-    "merge_heads": attention.merge_heads,
-    "split_shape": (1, 2, 3, 3),  # (b, num_heads, num_tokens, head_dim)
-    "padding_mask": attention.padding_mask,
-    "feed_forward": blocks.FeedForward,
-    "layer_norm": blocks.LayerNorm,
-    "encoder_layer": blocks.EncoderLayer,
-    "transformer_block": blocks.TransformerBlock,
-    # GPT-2 small block: attention 4 * 768^2 + 768 (out_proj bias), MLP 2 * 768 * 3072 +
-    # 3072 + 768, two LayerNorms 4 * 768.
-    "gpt2_block_parameters": 4 * 768**2 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768,
-    "attn_weights_numel": 2 * 12 * 1024 * 1024,  # b x heads x T x T
-    "attn_memory_ratio": 4,  # T^2
-    "sdpa_attention": attention.MultiHeadAttentionSDPA,
-    "bug_mask_in_place": attention.CausalAttention,
-    "bug_keys_for_values": attention.CausalAttention,
-    "bug_out_proj_width": attention.MultiHeadAttention,
-    "bug_head_scale": attention.MultiHeadAttention,
-    "bug_encoder_residual": blocks.EncoderLayer,
-    "weightless_attention": foundations.weightless_attention,
-    "cross_attention": foundations.MultiHeadCrossAttention,
-    "bug_padding_mask_unsqueeze": foundations.MultiHeadCrossAttention,
-    "sliding_window_mask": attention.sliding_window_mask,
-    "repeat_kv": gqa.repeat_kv,
-    "kv_cache_bytes": gqa.kv_cache_bytes,
-    "attend_cached": generation.attend_cached,
-    "online_softmax_update": tiled.online_softmax_update,
-    "attention_tile": tiled.attention_tile,
-    "tiled_attention": tiled.tiled_attention,
-    **NB08_REFERENCE,
-    **NB11_REFERENCE,
-}
-
-REQUIRED_IDS = [
-    "causal_mask",
-    "scaled_dot_product_attention",
-    "causal_attention",
-    "multi_head_attention",
-    "multi_head_wrapper",
-    "split_heads",
-    "merge_heads",
-    "copy_wrapper_weights",
-    "padding_mask",
-    "feed_forward",
-    "layer_norm",
-    "encoder_layer",
-    "transformer_block",
-]
-
-
-def verdict(check_id: str, obj: object) -> str:
-    """'passed' or the hint of the failure."""
-    try:
-        CHECKS[check_id].func(obj)
-    except CheckFailed as failure:
-        return str(failure)
-    return "passed"
-
 
 def test_every_check_has_a_reference_answer():
     assert set(REFERENCE) == set(CHECKS)
-
-
-@pytest.mark.parametrize("check_id", REQUIRED_IDS)
-def test_required_ids_exist(check_id):
-    assert check_id in CHECKS
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)

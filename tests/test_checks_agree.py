@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_grade_command import IMPORTS, grade, write_notebook
+from support import IMPORTS, grade_ok, write_notebook
 
 from attn_course.grading.api import run_check
 from attn_course.grading.registry import load_checks
@@ -91,8 +91,7 @@ def graded(tmp_path_factory):
         )
         for folder, (stem, check_id, source, name) in CASES.items()
     }
-    process = grade(*paths.values(), "--json", root / "report.json", cwd=root)
-    assert process.returncode == 0, process.stderr
+    grade_ok(*paths.values(), "--json", root / "report.json", cwd=root)
     report = json.loads((root / "report.json").read_text(encoding="utf-8"))
     by_path = {nb["path"]: nb for nb in report["notebooks"]}
     return {folder: by_path[str(path)] for folder, path in paths.items()}

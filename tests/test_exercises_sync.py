@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from conftest import ROOT
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from support import ROOT
 
 from attn_course.grading.exercises import main, make_exercise, stale_exercises, strip_solutions
 

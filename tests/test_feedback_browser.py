@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT
 from playwright.sync_api import sync_playwright
-from test_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT
+from support import CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT
 
 from attn_course.grading.feedback import feedback_page
 from attn_course.grading.result import CheckResult, NotebookReport, Status

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support import ROOT, grade_command
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
@@ -153,14 +150,8 @@ def report(tmp_path_factory):
     control.parent.mkdir()
     control.write_text(SOLUTION.read_text(encoding="utf-8"), encoding="utf-8")
     out = root / "report.json"
-    process = subprocess.run(
-        [sys.executable, "-m", "attn_course", "grade", *map(str, files), str(control)]
-        + ["--json", str(out), "--cell-timeout", "20"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=900,
+    process = grade_command(
+        *files, control, "--json", out, "--cell-timeout", 20, cwd=root, timeout=900
     )
     assert process.returncode == 0, process.stderr
     data = json.loads(out.read_text(encoding="utf-8"))

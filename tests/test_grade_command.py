@@ -11,20 +11,15 @@ import hashlib
 import json
 from pathlib import Path
 
-import nbformat
 import pytest
-from conftest import grade_command
-from nbformat.v4 import new_code_cell, new_notebook
+from support import GOOD_MASK, IMPORTS, write_notebook
+from support import grade_command as grade
 
 from attn_course.grading import STATUSES, checks_for
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
 CELL_TIMEOUT = 10  # seconds; the real checks of notebook 01 have 5 s time limits
-IMPORTS = "import torch\nfrom attn_course.grading import check"
-
-# Correct by the course definition: True above the diagonal (the future) is hidden.
-GOOD_MASK = "torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1)"
 
 MIXED = [  # passes with megabytes of prints; check time limit; cell timeout; later cells run
     IMPORTS,
@@ -84,16 +79,6 @@ ROBUST = [  # the reference imported; SystemExit; a bare except around a loop; [
     "answer = [24]",
     'check("causal_attention_parameters", answer)',
 ]
-
-
-def write_notebook(path: Path, sources: list[str]) -> Path:
-    """A notebook with one code cell per source."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources]), path)
-    return path
-
-
-grade = grade_command
 
 
 def digest(path: Path) -> str:

@@ -6,13 +6,10 @@ One grade command per folder (its notebooks are graded in parallel inside it).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support import ROOT, grade_command
 
 from attn_course.grading.registry import load_checks
 
@@ -24,15 +21,7 @@ def grade_folder(folder: str, tmp_path: Path, *options: str) -> tuple[int, dict]
     if not sorted((ROOT / folder).glob("*.ipynb")):
         pytest.skip(f"no notebooks in {folder}/ yet")
     report_path = tmp_path / "report.json"
-    process = subprocess.run(
-        [sys.executable, "-m", "attn_course", "grade", folder, "--json", str(report_path)]
-        + list(options),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=900,
-    )
+    process = grade_command(folder, "--json", report_path, *options, timeout=900)
     assert process.returncode in (0, 1), process.stderr
     return process.returncode, json.loads(report_path.read_text(encoding="utf-8"))
 

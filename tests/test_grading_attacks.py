@@ -14,15 +14,12 @@ import csv
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
-from conftest import ROOT
-from nbformat.v4 import new_code_cell, new_notebook
+from support import ROOT, grade_command, write_notebook
 
 from attn_course.grading import sandbox
 
@@ -230,12 +227,6 @@ class MultiHeadAttentionSDPA(MultiHeadAttention):
         return self.out_proj(context.transpose(1, 2).contiguous().view(b, n, self.d_out))"""
 
 
-def write_notebook(path: Path, sources: list[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources]), path)
-    return path
-
-
 def survivors() -> list[str]:
     """Command lines on this machine that carry MARKER (detached processes that survived)."""
     found = []
@@ -277,14 +268,7 @@ def graded(tmp_path_factory):
         [IMPORTS, DECOY_CALL, 'check("sdpa_attention", MultiHeadAttentionSDPA)'],
     )
     start = time.monotonic()
-    process = subprocess.run(
-        [sys.executable, "-m", "attn_course", "grade", "--roster", str(roster), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(ROOT), SECRET: "s3cr3t"},
-        timeout=600,
-    )
+    process = grade_command("--roster", roster, "--out", out, cwd=root, env={SECRET: "s3cr3t"})
     seconds = time.monotonic() - start
     listener.close()
     time.sleep(1)  # a process killed with its sandbox is reaped by now
@@ -332,13 +316,8 @@ def test_no_process_of_a_submission_outlives_its_grading(graded):
 
 def test_roster_refuses_to_run_without_the_sandbox(tmp_path):
     (tmp_path / "class").mkdir()
-    process = subprocess.run(
-        [sys.executable, "-m", "attn_course", "grade", "--roster", str(tmp_path / "class")]
-        + ["--out", str(tmp_path / "out"), "--no-sandbox"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
+    process = grade_command(
+        "--roster", tmp_path / "class", "--out", tmp_path / "out", "--no-sandbox", cwd=tmp_path
     )
     assert process.returncode == 2
     assert "sandbox" in process.stderr

@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-from pathlib import Path
 
-import nbformat
 import pytest
-from conftest import grade_command
-from nbformat.v4 import new_code_cell, new_notebook
+from support import GOOD_MASK, IMPORTS, write_notebook
+from support import grade_ok as grade
 
 from attn_course.grading import sandbox
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
-IMPORTS = "import torch\nfrom attn_course.grading import check"
-GOOD_MASK = "torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1)"
 GOOD_SDPA = (
     "def scaled_dot_product_attention(queries, keys, values, mask=None):\n"
     "    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5\n"
@@ -54,18 +49,6 @@ CLASSMATE = [
     'check("scaled_dot_product_attention", scaled_dot_product_attention)',
 ]
 STEM = "01_causal_attention"
-
-
-def write_notebook(path: Path, sources: list[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources]), path)
-    return path
-
-
-def grade(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    process = grade_command(*args, cwd=cwd)
-    assert process.returncode == 0, process.stderr
-    return process
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
 from nbformat.v4 import new_code_cell, new_notebook
+from support import ROOT
 
 from attn_course.grading.exercises import make_exercise
 from attn_course.grading.registry import checks_for

@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 import torch
-from conftest import ROOT
+from support import ROOT
 
 from attn_course.__main__ import main
 from attn_course.blocks import count_parameters

@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 import torch
-from conftest import ROOT
+from support import ROOT
 from torch import nn
 
 from attn_course.attention import MultiHeadAttention

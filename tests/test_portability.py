@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 # Re-executes every notebook under nbval. .ci/run runs it under the first Python only: the
 # other Pythons' nbval pass already re-executes every notebook with another torch build.

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 # The environment of a plain `make`, even when this suite runs under `make PYTHON=... test`.
 NO_PYTHON = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "MAKEFLAGS", "MFLAGS")}

@@ -13,7 +13,7 @@ import re
 
 import nbformat
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 WINDOW = 3
 

@@ -13,25 +13,19 @@ import csv
 import hashlib
 import json
 import os
-import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, grade_command
 from make_class import make_class
+from support import ROOT
+from support import grade_ok as grade
 
 pytestmark = pytest.mark.slow  # grades a class in kernels
 
 STEM = "04_stepwise_reshape"
 EVIL = "<img src=x onerror=alert(1)>"
 ESCAPES = "\x1b[2J\x1b[H"
-
-
-def grade(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    process = grade_command(*args, cwd=cwd)
-    assert process.returncode == 0, process.stderr
-    return process
 
 
 def gradebook(out: Path) -> list[dict]:

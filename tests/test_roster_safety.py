@@ -21,8 +21,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from make_class import make_class
+from support import ROOT
 
 from attn_course.grading import intake, roster, seal
 from attn_course.grading.cli import _table, main

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 from attn_course import copies, numpy_attention
 from attn_course.protocol import COPY_OF, PACKAGE_COPY

@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 
-from attn_course.__main__ import COMMANDS, main
+from attn_course.__main__ import main
 from attn_course.tasks import TASKS
 from attn_course.training import TrainConfig, train
 
@@ -27,10 +27,6 @@ def test_progress_bar_reaches_the_last_step():
     lines = stream.getvalue().split("\r")
     assert lines[-1].startswith("[" + "#" * 30 + "] 30/30 loss ") and lines[-1].endswith("s\n")
     assert "] 25/30 " in stream.getvalue()
-
-
-def test_train_is_a_command():
-    assert COMMANDS["train"][0] == "attn_course.training"
 
 
 def test_unknown_task_is_refused(capsys):

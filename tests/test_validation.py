@@ -122,10 +122,27 @@ def test_copy_wrapper_weights_refuses_mismatched_heads():
         copy_wrapper_weights(wrapper, MultiHeadAttention(6, 6, 8, 0.0, 3, qkv_bias=True))
 
 
-def test_public_checks_accept_good_values():
-    validate_config(3, 6, 4, 0.0)
-    validate_heads(6, 3)
-    validate_input(torch.ones(2, 4, 3), d_in=3, context_length=4)
+EDGES = {  # name: (the call at the edge of what is allowed, the call one step past it)
+    "sizes of 1": (lambda: validate_config(1, 1, 1, 0.0), lambda: validate_config(1, 0, 1, 0.0)),
+    "dropout below 1": (
+        lambda: validate_config(3, 6, 4, 0.999),
+        lambda: validate_config(3, 6, 4, 1.0),
+    ),
+    "one head per dim": (lambda: validate_heads(6, 6), lambda: validate_heads(6, 4)),
+    "one head": (lambda: validate_heads(6, 1), lambda: validate_heads(6, 0)),
+    "the full context": (
+        lambda: validate_input(torch.ones(2, 4, 3), d_in=3, context_length=4),
+        lambda: validate_input(torch.ones(2, 5, 3), d_in=3, context_length=4),
+    ),
+}
+
+
+@pytest.mark.parametrize("edge", EDGES)
+def test_public_checks_accept_the_edge_and_refuse_one_step_past_it(edge):
+    accepted, refused = EDGES[edge]
+    assert accepted() is None
+    with pytest.raises(ValueError):
+        refused()
 
 
 # --- masks: every accepted shape is read one way; every other shape is refused --------------

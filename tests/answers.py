@@ -1,10 +1,12 @@
-"""Deliberately wrong implementations of the exercises, to prove that the checks catch them.
+"""The answer tables of the checks' tests (tests/test_checks.py), one style for every notebook.
 
-Each is the package's reference with ONE classic mistake built in (a subclass overriding
-only the broken part, or the reference function with one step changed). ``WRONG`` lists
-them with the check that must fail and key words its hint must contain. ``CORRECT`` lists
-right answers written differently from the reference (einsum, torch.where, other
-tril/triu conventions, PyTorch's fused functions): they must keep passing.
+``REFERENCE``: the right answer of every registered check, from the package or worked out by
+hand in the comments. ``WRONG``: deliberately wrong answers, ``Wrong(name, check_id, obj,
+hint_words)``, each the reference with ONE classic mistake built in (a subclass overriding
+only the broken part, or the reference function with one step changed); the check must fail
+it with a hint containing ``hint_words``. ``CORRECT``: right answers written differently from
+the reference (einsum, torch.where, other tril/triu conventions, PyTorch's fused functions,
+dropout by hand): they must keep passing.
 """
 
 from __future__ import annotations
@@ -17,8 +19,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_course import attention, blocks, foundations, numpy_attention, sampling, tiled
-from attn_course.attention import merge_heads, split_heads
+from attn_course import (
+    attention,
+    blocks,
+    foundations,
+    generation,
+    gqa,
+    numpy_attention,
+    sampling,
+    tiled,
+)
+from attn_course.attention import (
+    causal_mask,
+    merge_heads,
+    scaled_dot_product_attention,
+    split_heads,
+)
+from attn_course.head_scores import head_scores, previous_token_score
+from attn_course.positions import apply_rope, rope_attention, sinusoidal_positions
 
 
 def sdpa(queries, keys, values, mask=None, mistake: str | None = None):
@@ -893,6 +911,320 @@ def tiled_full_mask(queries, keys, values, causal=False, block_size=64):
     return context
 
 
+# --- notebook 08: positions, head scores, induction heads, ablation ---------------------------
+
+
+def find_induction_heads(model, tokens, threshold=0.5):
+    model(tokens)
+    scores = head_scores(model.attention_weights(), tokens)["induction"]
+    return [(layer, head) for layer, head in (scores > threshold).nonzero().tolist()]
+
+
+def zero_head(model, layer, head):
+    att = model.layers[layer]
+    with torch.no_grad():
+        att.out_proj.weight[:, head * att.head_dim : (head + 1) * att.head_dim] = 0.0
+
+
+def head_cols(model, layer, head):
+    att = model.layers[layer]
+    return att, slice(head * att.head_dim, (head + 1) * att.head_dim)
+
+
+def zero_rows(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.out_proj.weight.data[cols] = 0.0
+
+
+def zero_next_head(model, layer, head):
+    att, _ = head_cols(model, layer, head)
+    zero_head(model, layer, (head + 1) % att.num_heads)
+
+
+def zero_head_with_grad(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.out_proj.weight[:, cols] = 0.0  # outside torch.no_grad(): a leaf that requires grad
+
+
+def zero_queries(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.W_query.weight.data[cols] = 0.0
+
+
+def zero_keys(model, layer, head):
+    att, cols = head_cols(model, layer, head)
+    att.W_key.weight.data[cols] = 0.0
+
+
+def zero_by_hook(model, layer, head):
+    """Right outputs in the notebook, but a hook is not part of the model's state."""
+    att, cols = head_cols(model, layer, head)
+
+    def silence(module, inputs):
+        x = inputs[0].clone()
+        x[..., cols] = 0.0
+        return (x,)
+
+    att.out_proj.register_forward_pre_hook(silence)
+
+
+def zero_by_identity(model, layer, head):
+    """Replaces out_proj: the model no longer has the lecture's parameters."""
+    model.layers[layer].out_proj = torch.nn.Identity()
+
+
+def sinusoidal_swapped(num_tokens, d_model):
+    table = sinusoidal_positions(num_tokens, d_model)
+    return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).reshape(num_tokens, d_model)
+
+
+def sinusoidal_blocks(num_tokens, d_model):
+    table = sinusoidal_positions(num_tokens, d_model)
+    return torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)
+
+
+def sinusoidal_no_two(num_tokens, d_model):
+    pos = torch.arange(num_tokens, dtype=torch.float32)[:, None]
+    angles = pos / 10000.0 ** (torch.arange(d_model // 2) / d_model)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(num_tokens, d_model)
+
+
+def rope_turned(x, angles):
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    pairs = [x0 * angles.cos() - x1 * angles.sin(), x0 * angles.sin() + x1 * angles.cos()]
+    return torch.stack(pairs, dim=-1).flatten(-2)
+
+
+def rope_positions(x, start):
+    return torch.arange(start, start + x.shape[-2], dtype=torch.float32)[:, None]
+
+
+def rope_frequencies(x, base, two=2):
+    return base ** (-two * torch.arange(x.shape[-1] // 2, dtype=torch.float32) / x.shape[-1])
+
+
+def rope_halves(x, start=0, base=10000.0):
+    """Pairs dimension i with i + head_dim/2 (GPT-NeoX layout), not 2i with 2i + 1."""
+    angles = rope_positions(x, start) * rope_frequencies(x, base)
+    x0, x1 = x.chunk(2, dim=-1)
+    return torch.cat(
+        [x0 * angles.cos() - x1 * angles.sin(), x0 * angles.sin() + x1 * angles.cos()], -1
+    )
+
+
+def rope_base_1000(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, start) * rope_frequencies(x, 1000.0))
+
+
+def rope_exponent_without_2(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, start) * rope_frequencies(x, base, two=1))
+
+
+def rope_from_position_0(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, 0) * rope_frequencies(x, base))
+
+
+def rope_from_position_1(x, start=0, base=10000.0):
+    return rope_turned(x, rope_positions(x, start + 1) * rope_frequencies(x, base))
+
+
+def rope_backwards(x, start=0, base=10000.0):
+    return rope_turned(x, -rope_positions(x, start) * rope_frequencies(x, base))
+
+
+def rope_rotating_values(queries, keys, values):
+    mask = causal_mask(queries.shape[-2])
+    rotated = (apply_rope(queries), apply_rope(keys), apply_rope(values))
+    return scaled_dot_product_attention(*rotated, mask)[0]
+
+
+def rope_queries_only(queries, keys, values):
+    return scaled_dot_product_attention(
+        apply_rope(queries), keys, values, causal_mask(keys.shape[-2])
+    )[0]
+
+
+def rope_without_mask(queries, keys, values):
+    return scaled_dot_product_attention(apply_rope(queries), apply_rope(keys), values)[0]
+
+
+def previous_diagonal(w):
+    return w.diagonal(dim1=-2, dim2=-1)[:, :, 1:].mean(dim=(0, 2))
+
+
+def previous_next(w):
+    return w.diagonal(offset=1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+
+
+def previous_all_rows(w):
+    return w.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=-1).mean(dim=0) / w.shape[-1]
+
+
+def previous_per_sequence(w):
+    return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)  # (b, num_heads): no batch mean
+
+
+def find_previous_token_heads(model, tokens):
+    model(tokens)
+    scores = head_scores(model.attention_weights(), tokens)["previous-token"]
+    return (scores > 0.5).nonzero().tolist()
+
+
+def find_one_based(model, tokens):
+    return [(layer + 1, head + 1) for layer, head in find_induction_heads(model, tokens)]
+
+
+def find_all_of_layer_1(model, tokens):
+    return [(1, head) for head in range(model.cfg.num_heads)]
+
+
+def find_without_running(model, tokens):
+    scores = head_scores(model.attention_weights(), tokens)["induction"]  # stale weights
+    return (scores > 0.5).nonzero().tolist()
+
+
+def find_in_first_sequence(model, tokens):
+    return find_induction_heads(model, tokens[:1])
+
+
+def find_head_first(model, tokens):
+    return [(head, layer) for layer, head in find_induction_heads(model, tokens)]
+
+
+def find_in_layer_1_only(model, tokens):
+    return [(1, head) for layer, head in find_induction_heads(model, tokens) if layer == 1]
+
+
+def find_hard_coded(model, tokens):
+    return [(1, 0), (1, 1), (1, 2), (1, 3)]
+
+
+# --- notebooks 09 and 10: sliding window, GQA, KV cache, online softmax, tiles ----------------
+
+
+def mask_window_plus_one(num_tokens, window):
+    return attention.sliding_window_mask(num_tokens, window + 1)
+
+
+def mask_not_causal(num_tokens, window):
+    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).tril(diagonal=-window)
+
+
+def mask_inverted(num_tokens, window):
+    return ~attention.sliding_window_mask(num_tokens, window)
+
+
+def repeat_tiled(x, group_size):
+    return x.repeat(1, group_size, 1, 1)
+
+
+def bytes_without_values(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
+    return num_layers * num_kv_heads * head_dim * num_tokens * batch_size * nbytes
+
+
+def bytes_one_layer(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
+    return 2 * num_kv_heads * head_dim * num_tokens * batch_size * nbytes
+
+
+def bytes_in_numbers(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
+    return 2 * num_layers * num_kv_heads * head_dim * num_tokens * batch_size
+
+
+def attend_cached_with(mistake):
+    """A learner's attend_cached with ``mistake``."""
+
+    def attend(att, x, cache, layer):
+        num_new = x.shape[1]
+        start = cache.num_cached(layer)
+        num_kv_heads = getattr(att, "num_kv_groups", att.num_heads)
+        queries = split_heads(att.W_query(x), att.num_heads)
+        keys = split_heads(att.W_key(x), num_kv_heads)
+        values = split_heads(att.W_value(x), num_kv_heads)
+        group_size = att.num_heads // num_kv_heads
+        if mistake == "cache_repeated":  # stores num_heads heads: GQA saves nothing
+            keys, values = gqa.repeat_kv(keys, group_size), gqa.repeat_kv(values, group_size)
+            group_size = 1
+        if mistake == "new_keys_only":
+            cache.update(layer, keys, values)
+            mask = att.mask[start : start + num_new, start : start + num_new]
+        else:
+            keys, values = cache.update(0 if mistake == "layer_0" else layer, keys, values)
+            rows = slice(0, num_new) if mistake == "stale_offset" else slice(start, start + num_new)
+            mask = att.mask[rows, : start + num_new]
+        keys, values = gqa.repeat_kv(keys, group_size), gqa.repeat_kv(values, group_size)
+        context, _ = scaled_dot_product_attention(queries, keys, values, mask)
+        return att.out_proj(merge_heads(context))
+
+    return attend
+
+
+def softmax_update_no_rescale(m, s, block):
+    m_new = max(m, float(np.max(block)))
+    return m_new, s + float(np.sum(np.exp(block - m_new)))
+
+
+def softmax_update_old_max(m, s, block):
+    m_new = max(m, float(np.max(block)))
+    return m_new, s * np.exp(m - m_new) + float(np.sum(np.exp(block - m)))
+
+
+def tile_with(mistake):
+    """A learner's attention_tile with ``mistake``."""
+
+    def tile(queries, keys, values, m, s, acc, mask=None):
+        scores = queries @ keys.transpose(-2, -1)
+        if mask is not None and mistake != "mask_ignored":
+            scores = scores.masked_fill(mask, -torch.inf)
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+        p = torch.exp(scores - m_new)
+        rescale = torch.exp(m - m_new)
+        if mistake == "in_place":
+            acc *= rescale
+            return m_new, s * rescale + p.sum(dim=-1, keepdim=True), acc + p @ values
+        s_new = (s if mistake == "sum_not_rescaled" else s * rescale) + p.sum(-1, keepdim=True)
+        acc_new = (acc if mistake == "acc_not_rescaled" else acc * rescale) + p @ values
+        return m_new, s_new, acc_new
+
+    return tile
+
+
+def tiled_with(mistake):
+    """A learner's tiled_attention with ``mistake``."""
+
+    def attend(queries, keys, values, causal=False, block_size=64):
+        num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+        offset = 0 if mistake == "top_left" else num_keys - num_queries
+        if mistake == "full_matrix":
+            mask = torch.ones(num_queries, num_keys, dtype=torch.bool).triu(1 + offset)
+            mask = mask if causal else None
+            return scaled_dot_product_attention(queries, keys, values, mask)[0]
+        queries = queries / keys.shape[-1] ** 0.5
+        context = torch.zeros(*queries.shape[:-1], values.shape[-1])
+        q_starts = range(0, num_queries, block_size)
+        if mistake == "tail_dropped":  # only whole blocks
+            q_starts = range(0, num_queries - block_size + 1, block_size)
+        for q_start in q_starts:
+            q_end = min(q_start + block_size, num_queries)
+            q_block = queries[..., q_start:q_end, :]
+            m = torch.full((*q_block.shape[:-1], 1), -torch.inf)
+            s, acc = torch.zeros(m.shape), torch.zeros(*q_block.shape[:-1], values.shape[-1])
+            k_stop = num_keys
+            if causal:
+                k_stop = offset + (q_start if mistake == "diagonal_skipped" else q_end)
+            for k_start in range(0, k_stop, block_size):
+                k_end = min(k_start + block_size, num_keys)
+                mask = None
+                if causal and mistake != "diagonal_unmasked":
+                    rows = offset + torch.arange(q_start, q_end)[:, None]
+                    mask = torch.arange(k_start, k_end)[None, :] > rows
+                kb, vb = keys[..., k_start:k_end, :], values[..., k_start:k_end, :]
+                m, s, acc = tiled.attention_tile(q_block, kb, vb, m, s, acc, mask)
+            context[..., q_start:q_end, :] = acc / s
+        return context
+
+    return attend
+
+
 @dataclass(frozen=True)
 class Wrong:
     name: str
@@ -976,14 +1308,6 @@ def previous_char_head(model, ids, mistake=None):
     layer, head = divmod(flat, scores.shape[1])
     return (layer + 1, head + 1) if mistake == "one-based" else (layer, head)
 
-
-NB11_REFERENCE = {  # the right answers of notebook 11, for tests/test_checks.py
-    "sampling_probabilities": sampling.sampling_probabilities,
-    "bpe_merge_step": bpe_step,
-    "per_token_loss": token_loss,
-    "perplexity": lambda losses: losses.mean().exp().item(),
-    "find_previous_char_head": previous_char_head,
-}
 
 WRONG: list[Wrong] = [
     Wrong("sdpa no scale", "scaled_dot_product_attention", _sdpa_with("no_scale"), ("sqrt",)),
@@ -1331,6 +1655,152 @@ WRONG: list[Wrong] = [
           partial(previous_char_head, mistake="one-based"), ("from 0",)),
     Wrong("previous-character head lowest", "find_previous_char_head",
           partial(previous_char_head, mistake="lowest"), ("lowest",)),
+    # notebook 08
+    Wrong("previous diagonal", "previous_token_score", previous_diagonal, ("itself",)),
+    Wrong("previous next", "previous_token_score", previous_next, ("future",)),
+    Wrong("previous all rows", "previous_token_score", previous_all_rows, ("row 0",)),
+    Wrong("previous per sequence", "previous_token_score", previous_per_sequence, ("shape",)),
+    Wrong("sinusoidal swapped", "sinusoidal_positions", sinusoidal_swapped, ("swapped",)),
+    Wrong("sinusoidal blocks", "sinusoidal_positions", sinusoidal_blocks, ("interleave",)),
+    Wrong("sinusoidal no two", "sinusoidal_positions", sinusoidal_no_two, ("2i",)),
+    Wrong("rope halves", "apply_rope", rope_halves, ("2i + 1", "rotate_half")),
+    Wrong("rope base 1000", "apply_rope", rope_base_1000, ("base",)),
+    Wrong("rope exponent without 2", "apply_rope", rope_exponent_without_2, ("-2i / head_dim",)),
+    Wrong("rope from position 0", "apply_rope", rope_from_position_0, ("start + k",)),
+    Wrong("rope from position 1", "apply_rope", rope_from_position_1, ("off by one",)),
+    Wrong("rope backwards", "apply_rope", rope_backwards, ("wrong way",)),
+    Wrong("rope rotating values", "rope_attention", rope_rotating_values, ("values too",)),
+    Wrong("rope queries only", "rope_attention", rope_queries_only, ("keys too",)),
+    Wrong("rope without mask", "rope_attention", rope_without_mask, ("causal",)),
+    Wrong(
+        "find previous token heads",
+        "find_induction_heads",
+        find_previous_token_heads,
+        ("previous-token",),
+    ),
+    Wrong("find one based", "find_induction_heads", find_one_based, ("from 0",)),
+    Wrong("find all of layer 1", "find_induction_heads", find_all_of_layer_1, ("0.5",)),
+    Wrong(
+        "find without running",
+        "find_induction_heads",
+        find_without_running,
+        ("earlier run", "model(tokens)"),
+    ),
+    Wrong(
+        "find in first sequence",
+        "find_induction_heads",
+        find_in_first_sequence,
+        ("first sequence", "whole batch"),
+    ),
+    Wrong("find head first", "find_induction_heads", find_head_first, ("layer first",)),
+    Wrong("find in layer 1 only", "find_induction_heads", find_in_layer_1_only, ("0.5",)),
+    Wrong("find hard coded", "find_induction_heads", find_hard_coded, ("0.5",)),
+    Wrong("zero rows", "zero_head", zero_rows, ("rows",)),
+    Wrong("zero next head", "zero_head", zero_next_head, ("next head",)),
+    Wrong("zero queries", "zero_head", zero_queries, ("queries",)),
+    Wrong("zero keys", "zero_head", zero_keys, ("its keys",)),
+    Wrong("zero by hook", "zero_head", zero_by_hook, ("forward hook",)),
+    Wrong("zero by identity", "zero_head", zero_by_identity, ("nn.Identity", "do not replace")),
+    Wrong("zero head with grad", "zero_head", zero_head_with_grad, ("no_grad",)),
+    # notebooks 09 and 10
+    Wrong(
+        "mask window plus one",
+        "sliding_window_mask",
+        mask_window_plus_one,
+        ("off by one", "window"),
+    ),
+    Wrong("mask not causal", "sliding_window_mask", mask_not_causal, ("future",)),
+    Wrong("mask inverted", "sliding_window_mask", mask_inverted, ("inverted",)),
+    Wrong(
+        "sliding window mask causal",
+        "sliding_window_mask",
+        lambda n, w: attention.causal_mask(n),
+        ("wrong values",),
+    ),
+    Wrong("repeat tiled", "repeat_kv", repeat_tiled, ("repeat_interleave", "h // group_size")),
+    Wrong("bytes without values", "kv_cache_bytes", bytes_without_values, ("keys and values",)),
+    Wrong("bytes one layer", "kv_cache_bytes", bytes_one_layer, ("num_layers",)),
+    Wrong("bytes in numbers", "kv_cache_bytes", bytes_in_numbers, ("bytes_per_element",)),
+    Wrong(
+        "attend cached stale offset",
+        "attend_cached",
+        attend_cached_with("stale_offset"),
+        ("stale position offset",),
+    ),
+    Wrong(
+        "attend cached new keys only",
+        "attend_cached",
+        attend_cached_with("new_keys_only"),
+        ("all the keys",),
+    ),
+    Wrong(
+        "attend cached layer 0",
+        "attend_cached",
+        attend_cached_with("layer_0"),
+        ("wrong layer",),
+    ),
+    Wrong(
+        "attend cached cache repeated",
+        "attend_cached",
+        attend_cached_with("cache_repeated"),
+        ("before repeat_kv",),
+    ),
+    Wrong(
+        "softmax update no rescale",
+        "online_softmax_update",
+        softmax_update_no_rescale,
+        ("rescale the running sum",),
+    ),
+    Wrong("softmax update old max", "online_softmax_update", softmax_update_old_max, ("new max",)),
+    Wrong(
+        "attention tile acc not rescaled",
+        "attention_tile",
+        tile_with("acc_not_rescaled"),
+        ("rescale acc",),
+    ),
+    Wrong(
+        "attention tile sum not rescaled",
+        "attention_tile",
+        tile_with("sum_not_rescaled"),
+        ("rescale the running sum",),
+    ),
+    Wrong(
+        "attention tile mask ignored",
+        "attention_tile",
+        tile_with("mask_ignored"),
+        ("mask is not applied",),
+    ),
+    Wrong("attention tile in place", "attention_tile", tile_with("in_place"), ("in place",)),
+    Wrong(
+        "tiled attention diagonal skipped",
+        "tiled_attention",
+        tiled_with("diagonal_skipped"),
+        ("causal block skipped wrongly",),
+    ),
+    Wrong(
+        "tiled attention diagonal unmasked",
+        "tiled_attention",
+        tiled_with("diagonal_unmasked"),
+        ("not masked",),
+    ),
+    Wrong(
+        "tiled attention tail dropped",
+        "tiled_attention",
+        tiled_with("tail_dropped"),
+        ("wrong values",),
+    ),
+    Wrong(
+        "tiled attention top left",
+        "tiled_attention",
+        tiled_with("top_left"),
+        ("LAST positions",),
+    ),
+    Wrong(
+        "tiled attention full matrix",
+        "tiled_attention",
+        tiled_with("full_matrix"),
+        ("one (block_size, block_size) tile",),
+    ),
 ]  # fmt: skip
 
 NOT_IN_NUMPY_HINTS = ("dim=-1", "masked_fill", "torch.")  # torch words
@@ -1406,3 +1876,64 @@ CORRECT: list[tuple[str, str, object]] = [
     ("loss cross_entropy", "per_token_loss", partial(F.cross_entropy, reduction="none")),
     ("perplexity tensor", "perplexity", lambda losses: losses.mean().exp()),
 ]
+
+
+# The correct answers, from the package or worked out by hand in the comments.
+REFERENCE = {
+    "numpy_softmax": numpy_attention.softmax,
+    "numpy_self_attention": numpy_attention.self_attention,
+    "numpy_multi_head_attention": numpy_attention.multi_head_attention,
+    "numpy_weights_shape": (6, 6),  # 6 queries x 6 keys
+    "causal_mask": attention.causal_mask,
+    "scaled_dot_product_attention": attention.scaled_dot_product_attention,
+    "causal_attention": attention.CausalAttention,
+    "causal_attention_parameters": 3 * (3 * 2 + 2),  # three (3 -> 2) linears with bias
+    "multi_head_wrapper": attention.MultiHeadAttentionWrapper,
+    "wrapper_output_shape": (2, 6, 3 * 2),  # 3 heads of width 2
+    "wrapper_parameter_count": 3 * 3 * (3 * 2),  # 3 heads x 3 bias-free (3 -> 2) linears
+    "multi_head_attention": attention.MultiHeadAttention,
+    "copy_wrapper_weights": attention.copy_wrapper_weights,
+    "mha_parameter_count": 3 * 36 + 36 + 6,  # q, k, v without bias, out_proj with bias
+    "split_heads": attention.split_heads,
+    "merge_heads": attention.merge_heads,
+    "split_shape": (1, 2, 3, 3),  # (b, num_heads, num_tokens, head_dim)
+    "padding_mask": attention.padding_mask,
+    "feed_forward": blocks.FeedForward,
+    "layer_norm": blocks.LayerNorm,
+    "encoder_layer": blocks.EncoderLayer,
+    "transformer_block": blocks.TransformerBlock,
+    # GPT-2 small block: attention 4 * 768^2 + 768 (out_proj bias), MLP 2 * 768 * 3072 +
+    # 3072 + 768, two LayerNorms 4 * 768.
+    "gpt2_block_parameters": 4 * 768**2 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768,
+    "attn_weights_numel": 2 * 12 * 1024 * 1024,  # b x heads x T x T
+    "attn_memory_ratio": 4,  # T^2
+    "sdpa_attention": attention.MultiHeadAttentionSDPA,
+    "bug_mask_in_place": attention.CausalAttention,
+    "bug_keys_for_values": attention.CausalAttention,
+    "bug_out_proj_width": attention.MultiHeadAttention,
+    "bug_head_scale": attention.MultiHeadAttention,
+    "bug_encoder_residual": blocks.EncoderLayer,
+    "weightless_attention": foundations.weightless_attention,
+    "cross_attention": foundations.MultiHeadCrossAttention,
+    "bug_padding_mask_unsqueeze": foundations.MultiHeadCrossAttention,
+    "sliding_window_mask": attention.sliding_window_mask,
+    "repeat_kv": gqa.repeat_kv,
+    "kv_cache_bytes": gqa.kv_cache_bytes,
+    "attend_cached": generation.attend_cached,
+    "online_softmax_update": tiled.online_softmax_update,
+    "attention_tile": tiled.attention_tile,
+    "tiled_attention": tiled.tiled_attention,
+    # notebook 08
+    "previous_token_score": previous_token_score,
+    "sinusoidal_positions": sinusoidal_positions,
+    "apply_rope": apply_rope,
+    "rope_attention": rope_attention,
+    "find_induction_heads": find_induction_heads,
+    "zero_head": zero_head,
+    # notebook 11
+    "sampling_probabilities": sampling.sampling_probabilities,
+    "bpe_merge_step": bpe_step,
+    "per_token_loss": token_loss,
+    "perplexity": lambda losses: losses.mean().exp().item(),
+    "find_previous_char_head": previous_char_head,
+}

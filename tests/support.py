@@ -1,0 +1,83 @@
+"""What test files share: the repository root, the grade command, crafted notebooks, verdicts.
+
+pyproject.toml puts tests/ and benchmarks/ on the import path (``pythonpath``), so test files
+import these by name (``from support import ROOT``), as they import the answer tables
+(``answers``) and benchmark helpers (``make_class``). Test files never import each other.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from attn_course.grading.registry import CHECKS, CheckFailed
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Debian's Chromium, which the browser tests drive; `make test` installs it (`make chromium`).
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+VIEWPORT = {"width": 1366, "height": 900}  # a common laptop screen
+
+# The first cell of a crafted notebook, and a right answer to check("causal_mask", ...).
+IMPORTS = "import torch\nfrom attn_course.grading import check"
+# Correct by the course definition: True above the diagonal (the future) is hidden.
+GOOD_MASK = "torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1)"
+
+
+def grade_command(
+    *args: object, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """Run ``python -m attn_course grade ARGS`` from ``cwd``, this checkout importable and a
+    test signing key in the environment (never the key in the tester's home folder), plus
+    ``env``."""
+    return subprocess.run(
+        [sys.executable, "-m", "attn_course", "grade", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "ATTN_GRADE_KEY": "a test key, 32 characters long",
+            **(env or {}),
+        },
+        timeout=timeout,
+    )
+
+
+def grade_ok(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    """``grade_command`` that must exit 0 (every notebook graded, none refused)."""
+    process = grade_command(*args, cwd=cwd)
+    assert process.returncode == 0, process.stderr
+    return process
+
+
+def write_notebook(path: Path, sources: list[str]) -> Path:
+    """A notebook with one code cell per source."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources]), path)
+    return path
+
+
+def verdict(check_id: str, obj: object) -> str:
+    """'passed' or the hint of the failure, from the check run in this process."""
+    try:
+        CHECKS[check_id].func(obj)
+    except CheckFailed as failure:
+        return str(failure)
+    return "passed"

@@ -1850,6 +1850,30 @@ class LayerNormFunctional(blocks.LayerNorm):
         return F.layer_norm(x, x.shape[-1:], self.scale, self.shift, self.eps)
 
 
+def weightless_einsum(X):
+    """Weightless attention with einsum and a hand-written stable softmax."""
+    scores = np.einsum("id,jd->ij", X, X)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.einsum("ij,jd->id", weights, X), weights
+
+
+class CrossEinsum(foundations.MultiHeadCrossAttention):
+    """Heads as an einsum index (never split_heads), the mask applied with torch.where."""
+
+    def forward(self, query, key, value, mask=None):
+        heads = (self.num_heads, self.d_model // self.num_heads)
+        q = self.W_query(query).unflatten(-1, heads)  # (b, num_queries, num_heads, head_dim)
+        k = self.W_key(key).unflatten(-1, heads)  # (b, num_keys, num_heads, head_dim)
+        v = self.W_value(value).unflatten(-1, heads)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / heads[1] ** 0.5
+        if mask is not None:
+            scores = torch.where(mask, -torch.inf, scores)
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+        context = torch.einsum("bhqk,bkhd->bqhd", weights, v).flatten(-2)
+        return self.out_proj(context), weights
+
+
 CORRECT: list[tuple[str, str, object]] = [
     ("sdpa einsum + torch.where", "scaled_dot_product_attention", _einsum_sdpa),
     ("mask ~tril", "causal_mask", lambda n: ~torch.tril(torch.ones(n, n, dtype=torch.bool))),
@@ -1875,6 +1899,9 @@ CORRECT: list[tuple[str, str, object]] = [
     ("sampling sort-based top-p", "sampling_probabilities", sample_probs),
     ("loss cross_entropy", "per_token_loss", partial(F.cross_entropy, reduction="none")),
     ("perplexity tensor", "perplexity", lambda losses: losses.mean().exp()),
+    ("weightless einsum", "weightless_attention", weightless_einsum),
+    ("cross einsum", "cross_attention", CrossEinsum),
+    ("bug zoo cross einsum", "bug_padding_mask_unsqueeze", CrossEinsum),
 ]
 
 

@@ -14,8 +14,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-# Unit tests, grader tests and nbval over every lecture and solution notebook, one run.
-# PYTEST_EXTRA adds options (.ci/run: -m "not portability" under the other Pythons).
+# Unit tests, grader tests and nbval over every lecture and solution notebook, one run. nbval
+# runs each notebook once, in a kernel as on another machine (conftest.py): generic CPU kernels
+# and another thread count. PYTEST_EXTRA adds options (.ci/run, under the other Pythons).
 PYTEST_ARGS ?= -n 2 --dist loadfile --nbval --nbval-current-env \
 	--nbval-sanitize-with nbval-sanitize.cfg tests notebooks solutions
 PYTEST_EXTRA ?=

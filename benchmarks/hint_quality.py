@@ -1,7 +1,8 @@
 """How often a rejected wrong answer gets a hint that names its mistake, and how often one misleads.
 
-Runs every wrong implementation of the library through its check, as ``check()`` does in a
-notebook (``api.run_check``): ``WRONG`` of ``tests/answers.py``. Each wrong answer declares the words its hint must contain. A verdict is
+Runs every wrong implementation of the answer tables through its check, as ``check()`` does
+in a notebook (``api.run_check``): ``WRONG`` of ``tests/answers.py``. Each wrong answer
+declares the words its hint must contain. A verdict is
 
 - named: failed, and the hint holds every declared word;
 - generic: a Python error, or failed with a hint that names no mistake (a largest

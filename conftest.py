@@ -32,6 +32,10 @@ matplotlib.use("Agg")  # before any test imports pyplot: no window, the same pix
 torch.set_num_threads(1)
 
 GENERIC_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+# How an idle OpenMP thread waits, not how work is split: the numbers stay the same. `make test`
+# keeps both cores busy, and a thread that spins at a barrier while its partner waits for a
+# core costs both (a 2-thread training loop here: 31 s instead of 2.3 s on a loaded machine).
+SLEEP_AT_BARRIERS = {"OMP_WAIT_POLICY": "PASSIVE"}
 OTHER_THREAD_COUNT = """\
 import torch
 
@@ -61,7 +65,7 @@ def another_machine(ipython_dir: Path) -> dict[str, str]:
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-other-thread-count.py").write_text(OTHER_THREAD_COUNT)
-    return {**GENERIC_KERNELS, "IPYTHONDIR": str(ipython_dir)}
+    return {**GENERIC_KERNELS, **SLEEP_AT_BARRIERS, "IPYTHONDIR": str(ipython_dir)}
 
 
 def pytest_configure(config: pytest.Config) -> None:

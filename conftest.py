@@ -15,7 +15,6 @@ machine's own (``.ci/run`` under the other Pythons, whose torch builds differ an
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -69,7 +68,7 @@ def another_machine(ipython_dir: Path) -> dict[str, str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("nbval") and not config.getoption("nbval_native"):
+    if not config.getoption("nbval_native"):
         ipython_dir = Path(tempfile.mkdtemp(prefix="attn-course-ipython-"))
         config.stash[_ANOTHER_MACHINE] = another_machine(ipython_dir)
 
@@ -86,13 +85,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     env = item.config.stash.get(_ANOTHER_MACHINE, None)
     if env is None or not isinstance(item, IPyNbCell):
         return (yield)
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
         return (yield)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                del os.environ[name]
-            else:
-                os.environ[name] = value

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .model_views import ExplorerSettings, HeadCanvas, describe, explore, figure_svg
 from .tasks import TASKS
-from .widgets import LABEL, Explorer, slider
+from .widgets import LABEL, Explorer, slider, starting_settings
 
 __all__ = ["ModelExplorer", "model_explorer"]
 
@@ -17,7 +15,7 @@ __all__ = ["ModelExplorer", "model_explorer"]
 class ModelExplorer(Explorer):
     """Controls for every ``ExplorerSettings`` field; the picture is ``model_views``' canvas."""
 
-    def __init__(self, settings: ExplorerSettings):
+    def __init__(self, settings: ExplorerSettings, message: str = ""):
         self.canvas = HeadCanvas(Figure())
         controls = {
             "task": widgets.Dropdown(options=sorted(TASKS), description="task", style=LABEL),
@@ -32,7 +30,7 @@ class ModelExplorer(Explorer):
             ),
             "trained": widgets.Checkbox(description="trained"),
         }
-        super().__init__(settings, controls)
+        super().__init__(settings, controls, message)
 
     def render(self, settings: ExplorerSettings) -> tuple[str, tuple[str, ...]]:
         view = explore(settings)
@@ -40,8 +38,7 @@ class ModelExplorer(Explorer):
 
 
 def model_explorer(**settings) -> ModelExplorer:
-    """An explorer of the trained models; keyword arguments are ``ExplorerSettings`` fields."""
-    unknown = sorted(set(settings) - set(asdict(ExplorerSettings())))
-    if unknown:
-        raise ValueError(f"unknown setting(s) {unknown}; see ExplorerSettings.")
-    return ModelExplorer(ExplorerSettings(**settings))
+    """An explorer of the trained models; keyword arguments are the starting
+    ``ExplorerSettings``. An unknown keyword or a setting the model cannot show (a layer or
+    head it lacks) starts from the defaults and shows why in the explorer."""
+    return ModelExplorer(*starting_settings(ExplorerSettings, settings, check=explore))

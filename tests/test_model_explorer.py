@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import matplotlib.pyplot as plt
 import pytest
 import torch
@@ -107,9 +109,24 @@ def test_bad_input_shows_an_error_and_keeps_the_picture():
     assert explorer.error.layout.display == "none"
 
 
-def test_unknown_setting():
-    with pytest.raises(ValueError, match="unknown setting"):
-        model_explorer(colour="red")
+def test_unknown_setting_is_shown_with_the_known_ones():
+    explorer = model_explorer(colour="red", head=2)
+    error = html.unescape(explorer.error.value)
+    assert "unknown setting(s) ['colour']" in error
+    assert "['task', 'layer', 'head', 'sequence', 'seed', 'trained']" in html.unescape(
+        explorer.error.value
+    )
+    assert explorer.settings.head == 2 and "<svg" in explorer.figure.value
+
+
+def test_a_layer_the_model_lacks_is_refused_and_the_slider_keeps_its_range():
+    explorer = model_explorer(layer=5, head=1)
+    assert "layer 5, head 1 does not exist: layers 0..1" in html.unescape(explorer.error.value)
+    assert explorer.settings == ExplorerSettings(head=1)
+    assert (explorer.controls["layer"].max, explorer.controls["layer"].value) == (1, 1)
+    explorer.controls["head"].value = 3  # a later move draws layer 1, not layer 5
+    assert explorer.settings == ExplorerSettings(head=3)
+    assert explorer.error.layout.display == "none" and "L1 H3" in explorer.status.value
 
 
 def test_the_untrained_model_leaves_the_global_rng_alone():

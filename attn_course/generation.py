@@ -22,17 +22,6 @@ from .sampling import sample_next, validate_sampling
 
 __all__ = ["GPTConfig", "GPTModel", "KVCache", "attend_cached", "generate"]
 
-# LLMs-from-scratch's GPT_CONFIG_124M keys -> GPTConfig's fields
-_LLMS_FROM_SCRATCH = {
-    "vocab_size": "vocab_size",
-    "context_length": "context_length",
-    "emb_dim": "d_model",
-    "n_heads": "num_heads",
-    "n_layers": "num_layers",
-    "drop_rate": "dropout",
-    "qkv_bias": "qkv_bias",
-}
-
 
 @dataclass(frozen=True)
 class GPTConfig(BlockConfig):
@@ -53,18 +42,6 @@ class GPTConfig(BlockConfig):
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-    @classmethod
-    def from_llms_from_scratch(cls, cfg: dict) -> GPTConfig:
-        """Convert LLMs-from-scratch's config dict (``GPT_CONFIG_124M``: ``emb_dim``,
-        ``n_heads``, ``n_layers``, ``drop_rate``, ...) to a ``GPTConfig``."""
-        unknown = sorted(set(cfg) - set(_LLMS_FROM_SCRATCH))
-        if unknown:
-            raise ValueError(
-                f"unknown LLMs-from-scratch keys {unknown}; the known ones are "
-                f"{sorted(_LLMS_FROM_SCRATCH)}."
-            )
-        return cls(**{_LLMS_FROM_SCRATCH[k]: v for k, v in cfg.items()})
 
 
 class KVCache:

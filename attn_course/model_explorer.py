@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from .model_views import ExplorerSettings, HeadCanvas, describe, explore, figure_svg
+from .model_views import HeadCanvas, ModelSettings, describe, figure_svg, model_picture
 from .tasks import TASKS
 from .widgets import LABEL, Explorer, slider, starting_settings
 
@@ -13,9 +13,9 @@ __all__ = ["ModelExplorer", "model_explorer"]
 
 
 class ModelExplorer(Explorer):
-    """Controls for every ``ExplorerSettings`` field; the picture is ``model_views``' canvas."""
+    """Controls for every ``ModelSettings`` field; the picture is ``model_views``' canvas."""
 
-    def __init__(self, settings: ExplorerSettings, message: str = ""):
+    def __init__(self, settings: ModelSettings, message: str = ""):
         self.canvas = HeadCanvas(Figure())
         controls = {
             "task": widgets.Dropdown(options=sorted(TASKS), description="task", style=LABEL),
@@ -32,13 +32,13 @@ class ModelExplorer(Explorer):
         }
         super().__init__(settings, controls, message)
 
-    def render(self, settings: ExplorerSettings) -> tuple[str, tuple[str, ...]]:
-        view = explore(settings)
+    def render(self, settings: ModelSettings) -> tuple[str, tuple[str, ...]]:
+        view = model_picture(settings)
         return figure_svg(self.canvas.draw(view)), (describe(view),)
 
 
 def model_explorer(**settings) -> ModelExplorer:
     """An explorer of the trained models; keyword arguments are the starting
-    ``ExplorerSettings``. An unknown keyword or a setting the model cannot show (a layer or
+    ``ModelSettings``. An unknown keyword or a setting the model cannot show (a layer or
     head it lacks) starts from the defaults and shows why in the explorer."""
-    return ModelExplorer(*starting_settings(ExplorerSettings, settings, check=explore))
+    return ModelExplorer(*starting_settings(ModelSettings, settings, check=model_picture))

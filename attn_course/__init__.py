@@ -37,13 +37,23 @@ Where a name follows the lectures, the lectures win: ``MultiHeadAttention(d_in, 
 context_length, dropout, num_heads, qkv_bias)`` and its ``W_query``/``W_key``/``W_value``/
 ``out_proj`` are the seeds' (and LLMs-from-scratch's), and so are GPTModel's ``tok_emb``,
 ``pos_emb``, ``trf_blocks``, ``att``, ``ff`` and ``drop_shortcut``, so that its
-``state_dict`` loads LLMs-from-scratch weights. The lecture classes spell their shape
+``state_dict`` loads LLMs-from-scratch weights. Its config dict's keys are converted, not
+accepted beside ours: ``BlockConfig.from_llms_from_scratch(GPT_CONFIG_124M)`` (and
+``GPTConfig``'s) maps ``emb_dim``, ``n_heads``, ``n_layers``, ``drop_rate`` to ``d_model``,
+``num_heads``, ``num_layers``, ``dropout``; passing the book's names to the constructor
+raises a TypeError that says so. The lecture classes spell their shape
 comments out as the seeds do, ``(b, num_tokens, d_out)``; other code may use the letters,
 ``(b, h, T, hd)``, declared at the top of each module that does. Lecture 05's seed calls
 the encoder layer's attention ``self_attention`` and its heads ``n_heads``; here they are
-``att`` and ``num_heads``, as in every other block. Published models' key/value head counts
-are ``num_kv_heads`` (``gqa.PublishedConfig``): the same number as ``num_kv_groups``.
-Input validation is ``validation.validate_*``; "check" means grading only.
+``att`` and ``num_heads``, as in every other block. Key/value head counts are
+``num_kv_groups`` everywhere, published models' too (``gqa.PublishedConfig``), where papers
+and other code say ``num_kv_heads`` or ``n_kv_heads``.
+Input validation is ``validation.validate_*``; "check" means grading only. Explorers: their
+settings are a frozen ``*Settings`` that checks itself (``AttentionSettings``,
+``EncoderSettings``, ``ModelSettings``, ``LineSettings``); ``*_picture(settings)`` computes
+what one draws (``attention_picture``/``encoder_picture`` -> ``Picture``, ``model_picture``
+-> ``ModelPicture``; ``lm_views.read_line`` -> ``LineView``); ``widgets.starting_settings``
+is every explorer's start, which shows a refused setting's message in the explorer.
 """
 
 import importlib

@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, Self
 
 import torch
 from torch import nn
@@ -130,11 +131,26 @@ class EncoderLayer(nn.Module):
         return self.norm2(x + self.dropout(ffn_out))  # Add & Norm
 
 
+# LLMs-from-scratch's GPT_CONFIG_124M keys -> BlockConfig's (and GPTConfig's) fields
+LLMS_FROM_SCRATCH = {
+    "vocab_size": "vocab_size",
+    "context_length": "context_length",
+    "emb_dim": "d_model",
+    "n_heads": "num_heads",
+    "n_layers": "num_layers",
+    "drop_rate": "dropout",
+    "qkv_bias": "qkv_bias",
+}
+
+
 @dataclass(frozen=True)
 class BlockConfig:
     """Sizes of a GPT-style block, and ``num_layers``: how many a ``GPTModel`` stacks.
 
     ``d_ff`` is 4 * d_model in GPT-2. The defaults are GPT-2 small's, without its biases.
+    The field names are the lectures'; a config dict of the book *Build a Large Language
+    Model (From Scratch)* (``emb_dim``, ``n_heads``, ...) converts with
+    ``from_llms_from_scratch``.
     """
 
     d_model: int = 768
@@ -143,6 +159,35 @@ class BlockConfig:
     dropout: float = 0.1
     qkv_bias: bool = False
     num_layers: int = 12
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        """Refuse the book's key names with a sentence (the constructor alone would raise a
+        bare TypeError)."""
+        book = sorted(k for k in kwargs if LLMS_FROM_SCRATCH.get(k, k) != k)
+        if book:
+            renamed = ", ".join(f"{k} -> {LLMS_FROM_SCRATCH[k]}" for k in book)
+            raise TypeError(
+                f"{cls.__name__} has no field(s) {book}: those are LLMs-from-scratch's names. "
+                f"Here they are {renamed}; or convert the book's dict with "
+                f"{cls.__name__}.from_llms_from_scratch(cfg)."
+            )
+        return super().__new__(cls)
+
+    @classmethod
+    def from_llms_from_scratch(cls, cfg: dict[str, Any]) -> Self:
+        """Convert LLMs-from-scratch's config dict (``GPT_CONFIG_124M``: ``vocab_size``,
+        ``context_length``, ``emb_dim``, ``n_heads``, ``n_layers``, ``drop_rate``,
+        ``qkv_bias``) to this class. A block has no vocabulary: ``BlockConfig`` leaves
+        ``vocab_size`` out, ``GPTConfig`` keeps it."""
+        unknown = sorted(set(cfg) - set(LLMS_FROM_SCRATCH))
+        if unknown:
+            raise ValueError(
+                f"unknown LLMs-from-scratch keys {unknown}; the known ones are "
+                f"{sorted(LLMS_FROM_SCRATCH)}."
+            )
+        names = {field.name for field in fields(cls)}
+        converted = {LLMS_FROM_SCRATCH[k]: v for k, v in cfg.items()}
+        return cls(**{name: v for name, v in converted.items() if name in names})
 
     @property
     def d_ff(self) -> int:

@@ -22,17 +22,6 @@ from .sampling import sample_next, validate_sampling
 
 __all__ = ["GPTConfig", "GPTModel", "KVCache", "attend_cached", "generate"]
 
-# LLMs-from-scratch's GPT_CONFIG_124M keys -> GPTConfig's fields
-_LLMS_FROM_SCRATCH = {
-    "vocab_size": "vocab_size",
-    "context_length": "context_length",
-    "emb_dim": "d_model",
-    "n_heads": "num_heads",
-    "n_layers": "num_layers",
-    "drop_rate": "dropout",
-    "qkv_bias": "qkv_bias",
-}
-
 
 @dataclass(frozen=True)
 class GPTConfig(BlockConfig):
@@ -54,23 +43,11 @@ class GPTConfig(BlockConfig):
     def to_dict(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_llms_from_scratch(cls, cfg: dict) -> GPTConfig:
-        """Convert LLMs-from-scratch's config dict (``GPT_CONFIG_124M``: ``emb_dim``,
-        ``n_heads``, ``n_layers``, ``drop_rate``, ...) to a ``GPTConfig``."""
-        unknown = sorted(set(cfg) - set(_LLMS_FROM_SCRATCH))
-        if unknown:
-            raise ValueError(
-                f"unknown LLMs-from-scratch keys {unknown}; the known ones are "
-                f"{sorted(_LLMS_FROM_SCRATCH)}."
-            )
-        return cls(**{_LLMS_FROM_SCRATCH[k]: v for k, v in cfg.items()})
-
 
 class KVCache:
     """The keys and values every layer has computed so far, one tensor pair per layer.
 
-    ``keys[layer]`` and ``values[layer]`` are (b, num_kv_heads, num_cached, head_dim), or
+    ``keys[layer]`` and ``values[layer]`` are (b, num_kv_groups, num_cached, head_dim), or
     None before the first token.
     """
 
@@ -89,7 +66,7 @@ class KVCache:
         """Append the new tokens' keys and values; return all of them (cached + new)."""
         cached_keys, cached_values = self.keys[layer], self.values[layer]
         if cached_keys is not None and cached_values is not None:
-            # -> (b, num_kv_heads, num_cached + num_new, head_dim)
+            # -> (b, num_kv_groups, num_cached + num_new, head_dim)
             keys = torch.cat([cached_keys, keys], dim=2)
             values = torch.cat([cached_values, values], dim=2)
         self.keys[layer], self.values[layer] = keys, values
@@ -115,12 +92,12 @@ def attend_cached(
         raise ValueError(
             f"{start} cached + {num_new} new tokens exceed context_length={att.context_length}."
         )
-    num_kv_heads = getattr(att, "num_kv_groups", att.num_heads)
+    num_kv_groups = getattr(att, "num_kv_groups", att.num_heads)
     queries = split_heads(att.W_query(x), att.num_heads)  # (b, num_heads, num_new, head_dim)
-    keys = split_heads(att.W_key(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
-    values = split_heads(att.W_value(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
-    keys, values = cache.update(layer, keys, values)  # (b, num_kv_heads, start + num_new, head_dim)
-    group_size = att.num_heads // num_kv_heads
+    keys = split_heads(att.W_key(x), num_kv_groups)  # (b, num_kv_groups, num_new, head_dim)
+    values = split_heads(att.W_value(x), num_kv_groups)  # (b, num_kv_groups, num_new, head_dim)
+    keys, values = cache.update(layer, keys, values)  # (b, num_kv_groups, start+num_new, head_dim)
+    group_size = att.num_heads // num_kv_groups
     keys = repeat_kv(keys, group_size)  # (b, num_heads, start + num_new, head_dim)
     values = repeat_kv(values, group_size)  # (b, num_heads, start + num_new, head_dim)
     # The new queries are rows start .. start + num_new - 1 of the causal mask.

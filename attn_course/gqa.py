@@ -92,27 +92,27 @@ class GroupedQueryAttention(MultiHeadAttention):
         return self.out_proj(merge_heads(context_vec))  # (b, num_tokens, d_out)
 
 
-def attention_parameters(d_model: int, num_heads: int, num_kv_heads: int, bias: bool) -> int:
+def attention_parameters(d_model: int, num_heads: int, num_kv_groups: int, bias: bool) -> int:
     """Parameters of ``GroupedQueryAttention(d_model, d_model, ..., qkv_bias=bias)``.
 
     W_query and out_proj are (d_model x d_model), W_key and W_value (d_model x kv width);
     out_proj always has a bias, the other three only with ``qkv_bias``.
     """
-    kv_width = num_kv_heads * (d_model // num_heads)
+    kv_width = num_kv_groups * (d_model // num_heads)
     weights = 2 * d_model * d_model + 2 * d_model * kv_width  # query + out_proj, key + value
     return weights + d_model + (d_model + 2 * kv_width if bias else 0)
 
 
 def kv_cache_bytes(
     num_layers: int,
-    num_kv_heads: int,
+    num_kv_groups: int,
     head_dim: int,
     num_tokens: int = 1,
     batch_size: int = 1,
     bytes_per_element: int = 2,
 ) -> int:
     """Bytes of the key/value cache: a key AND a value vector per kv head, layer and token."""
-    return 2 * num_layers * num_kv_heads * head_dim * num_tokens * batch_size * bytes_per_element
+    return 2 * num_layers * num_kv_groups * head_dim * num_tokens * batch_size * bytes_per_element
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class PublishedConfig:
     num_layers: int
     d_model: int
     num_heads: int
-    num_kv_heads: int
+    num_kv_groups: int
     context_length: int
     qkv_bias: bool = False
     sliding_window: int | None = None

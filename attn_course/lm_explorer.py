@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 
 from .generation import GPTModel
 from .lm import pretrained_lm, tokenizer
-from .lm_views import LineCanvas, LineSettings, describe, read_line, unknown_settings
+from .lm_views import LineCanvas, LineSettings, describe, read_line
 from .model_views import figure_svg
-from .widgets import LABEL, Explorer, _starting_settings, slider
+from .widgets import LABEL, Explorer, slider, starting_settings
 
 __all__ = ["LMExplorer", "lm_explorer", "shipped_model"]
 
@@ -71,11 +71,7 @@ def lm_explorer(
     """
     if model is None or tokenizer is None:
         model, tokenizer = shipped_model()
-    message = unknown_settings(settings)
-    known = {k: v for k, v in settings.items() if k in LineSettings.__dataclass_fields__}
-    start, invalid = _starting_settings(LineSettings, known)
-    try:
-        read_line(start, model, tokenizer)  # valid for this model and tokenizer too?
-    except ValueError as error:
-        start, invalid = LineSettings(), str(error)
-    return LMExplorer(start, model, tokenizer, message or invalid)
+    start, message = starting_settings(
+        LineSettings, settings, check=lambda line: read_line(line, model, tokenizer)
+    )
+    return LMExplorer(start, model, tokenizer, message)

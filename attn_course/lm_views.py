@@ -10,7 +10,7 @@ characters, its text scores (``text_heads``) and the model's most likely next ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Protocol
 
 import matplotlib.pyplot as plt
@@ -32,7 +32,6 @@ __all__ = [
     "LineCanvas",
     "show_char",
     "attention_weights",
-    "unknown_settings",
     "draw_text_heads",
 ]
 
@@ -100,15 +99,6 @@ class LineSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name}={value!r} must be a whole number from 0 on.")
-
-
-def unknown_settings(settings: dict) -> str:
-    """A sentence naming the keywords that are not ``LineSettings`` fields, or ""."""
-    known = [field.name for field in fields(LineSettings)]
-    unknown = sorted(set(settings) - set(known))
-    if not unknown:
-        return ""
-    return f"unknown setting(s) {unknown}; the settings are {known}."
 
 
 @dataclass(frozen=True)

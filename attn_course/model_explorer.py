@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from .model_views import ExplorerSettings, HeadCanvas, describe, explore, figure_svg
+from .model_views import HeadCanvas, ModelSettings, describe, figure_svg, model_picture
 from .tasks import TASKS
-from .widgets import LABEL, Explorer, slider
+from .widgets import LABEL, Explorer, slider, starting_settings
 
 __all__ = ["ModelExplorer", "model_explorer"]
 
 
 class ModelExplorer(Explorer):
-    """Controls for every ``ExplorerSettings`` field; the picture is ``model_views``' canvas."""
+    """Controls for every ``ModelSettings`` field; the picture is ``model_views``' canvas."""
 
-    def __init__(self, settings: ExplorerSettings):
+    def __init__(self, settings: ModelSettings, message: str = ""):
         self.canvas = HeadCanvas(Figure())
         controls = {
             "task": widgets.Dropdown(options=sorted(TASKS), description="task", style=LABEL),
@@ -32,16 +30,15 @@ class ModelExplorer(Explorer):
             ),
             "trained": widgets.Checkbox(description="trained"),
         }
-        super().__init__(settings, controls)
+        super().__init__(settings, controls, message)
 
-    def render(self, settings: ExplorerSettings) -> tuple[str, tuple[str, ...]]:
-        view = explore(settings)
+    def render(self, settings: ModelSettings) -> tuple[str, tuple[str, ...]]:
+        view = model_picture(settings)
         return figure_svg(self.canvas.draw(view)), (describe(view),)
 
 
 def model_explorer(**settings) -> ModelExplorer:
-    """An explorer of the trained models; keyword arguments are ``ExplorerSettings`` fields."""
-    unknown = sorted(set(settings) - set(asdict(ExplorerSettings())))
-    if unknown:
-        raise ValueError(f"unknown setting(s) {unknown}; see ExplorerSettings.")
-    return ModelExplorer(ExplorerSettings(**settings))
+    """An explorer of the trained models; keyword arguments are the starting
+    ``ModelSettings``. An unknown keyword or a setting the model cannot show (a layer or
+    head it lacks) starts from the defaults and shows why in the explorer."""
+    return ModelExplorer(*starting_settings(ModelSettings, settings, check=model_picture))

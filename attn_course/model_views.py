@@ -27,10 +27,10 @@ from .training import model_config, pretrained
 
 __all__ = [
     "draw_heads",
-    "ExplorerSettings",
-    "ExplorerView",
+    "ModelSettings",
+    "ModelPicture",
     "parse_sequence",
-    "explore",
+    "model_picture",
     "draw_view",
     "describe",
     "figure_svg",
@@ -96,7 +96,7 @@ def draw_heads(
 
 
 @dataclass(frozen=True)
-class ExplorerSettings:
+class ModelSettings:
     """What the explorer shows. ``sequence``: token ids separated by spaces, or "" to sample
     one sequence of ``task`` with ``seed``. ``trained=False`` shows the same model before
     training (the initial weights of ``python -m attn_course train``)."""
@@ -110,11 +110,11 @@ class ExplorerSettings:
 
 
 @dataclass(frozen=True)
-class ExplorerView:
+class ModelPicture:
     """The numbers behind one picture: tokens, targets (None when typed), predictions, the
     head's weights (num_tokens, num_tokens) and its five scores."""
 
-    settings: ExplorerSettings
+    settings: ModelSettings
     tokens: list[int]
     targets: list[int] | None
     scored: list[bool]
@@ -143,7 +143,7 @@ def parse_sequence(text: str, vocab_size: int, context_length: int) -> list[int]
 
 
 @torch.no_grad()
-def explore(settings: ExplorerSettings) -> ExplorerView:
+def model_picture(settings: ModelSettings) -> ModelPicture:
     """Run the model of ``settings.task`` on the sequence and collect what the picture needs."""
     if settings.task not in TASKS:
         raise ValueError(f"unknown task {settings.task!r}; choose one of {sorted(TASKS)}.")
@@ -167,7 +167,7 @@ def explore(settings: ExplorerSettings) -> ExplorerView:
     weights = model.attention_weights()  # (num_layers, 1, num_heads, num_tokens, num_tokens)
     repeats = len(set(tokens)) < len(tokens)  # else the induction score is undefined: NaN
     all_scores = head_scores(weights, x if repeats else None)
-    return ExplorerView(
+    return ModelPicture(
         settings=settings,
         tokens=tokens,
         targets=targets,
@@ -178,7 +178,7 @@ def explore(settings: ExplorerSettings) -> ExplorerView:
     )
 
 
-def describe(view: ExplorerView) -> str:
+def describe(view: ModelPicture) -> str:
     """One status sentence: the head, its scores, and how many scored tokens were right."""
     s = view.settings
     scores = ", ".join(f"{name} {value:.2f}" for name, value in view.scores.items())
@@ -248,7 +248,7 @@ class HeadCanvas:
         cax = fig.add_axes((0.89, 0.25, 0.02, 0.5))
         fig.colorbar(self.heatmap.image, cax=cax, label="attention weight")
 
-    def draw(self, view: ExplorerView) -> Figure:
+    def draw(self, view: ModelPicture) -> Figure:
         """Show ``view``: the chosen head's weights, each query's predicted next token on the
         right (green = scored and right, red = scored and wrong, grey = not scored)."""
         n = len(view.tokens)
@@ -278,7 +278,7 @@ class HeadCanvas:
         return self.fig
 
 
-def draw_view(view: ExplorerView) -> Figure:
+def draw_view(view: ModelPicture) -> Figure:
     """A new pyplot figure of ``view`` (see ``HeadCanvas.draw``); close it after showing."""
     return HeadCanvas(plt.figure()).draw(view)
 

@@ -52,6 +52,7 @@ __all__ = [
     "Explorer",
     "AttentionExplorer",
     "EncoderExplorer",
+    "starting_settings",
 ]
 
 # Wide enough for the longest example sentence, "Your journey starts with one step".
@@ -135,10 +136,9 @@ class Explorer(widgets.VBox):
     def set_config(self, **changes: Any) -> bool:
         """Change settings (by field name); an invalid one shows the error, changes nothing
         and returns False."""
-        fields = {field.name for field in dataclasses.fields(self.settings)}
-        unknown = sorted(set(changes) - fields)
+        unknown = _unknown_settings(type(self.settings), changes)
         if unknown:
-            self.show_error(f"unknown setting(s) {unknown}; the settings are {sorted(fields)}.")
+            self.show_error(unknown)
             return False
         try:
             settings = dataclasses.replace(self.settings, **changes)
@@ -193,21 +193,43 @@ def _toggle(description: str, options: tuple) -> widgets.ToggleButtons:
     )
 
 
-def _starting_settings(settings_class: type, requested: dict[str, Any]) -> tuple[Any, str]:
-    """``settings_class(**requested)``, or where that is invalid the defaults (keeping what
-    of ``requested`` still fits) and the message to show."""
+def _unknown_settings(settings_class: type, requested: dict[str, Any]) -> str:
+    """A sentence naming the keywords that are not fields of ``settings_class``, or ""."""
+    known = [field.name for field in dataclasses.fields(settings_class)]
+    unknown = sorted(set(requested) - set(known))
+    return f"unknown setting(s) {unknown}; the settings are {known}." if unknown else ""
+
+
+def starting_settings(
+    settings_class: type, requested: dict[str, Any], check: Callable[[Any], object] = repr
+) -> tuple[Any, str]:
+    """Every explorer's start: ``settings_class(**requested)`` if it is valid and ``check``
+    accepts it, else the defaults keeping what of ``requested`` still fits, and the message
+    to show in the explorer. An unknown keyword's message lists the known ones.
+
+    ``check(settings)`` raises ValueError for settings the explorer's model cannot show
+    (such as a layer it lacks); by default (``repr``) it accepts all.
+    """
+
+    def valid(candidate: dict[str, Any]) -> Any:
+        settings = settings_class(**candidate)
+        check(settings)
+        return settings
+
+    known = {field.name for field in dataclasses.fields(settings_class)}
+    usable = {name: value for name, value in requested.items() if name in known}
     try:
-        return settings_class(**requested), ""
+        start, message = valid(usable), ""
     except ValueError as error:
-        message = str(error)
-    kept: dict[str, Any] = {}
-    for name, value in requested.items():
-        try:
-            settings_class(**kept, **{name: value})
-        except ValueError:
-            continue
-        kept[name] = value
-    return settings_class(**kept), message
+        kept: dict[str, Any] = {}
+        for name, value in usable.items():
+            try:
+                valid({**kept, name: value})
+            except ValueError:
+                continue
+            kept[name] = value
+        start, message = valid(kept), str(error)
+    return start, f"{_unknown_settings(settings_class, requested)} {message}".strip()
 
 
 class AttentionExplorer(Explorer):
@@ -240,7 +262,7 @@ def attention_explorer(**settings: Any) -> AttentionExplorer:
     Returns:
         The explorer widget (an ``ipywidgets.VBox`` of class ``attn-explorer``).
     """
-    start, message = _starting_settings(AttentionSettings, settings)
+    start, message = starting_settings(AttentionSettings, settings)
     controls = {
         **_sentence_controls(),
         "num_heads": slider("heads", 1, 6),
@@ -290,7 +312,7 @@ def encoder_explorer(**settings: Any) -> EncoderExplorer:
     Returns:
         The explorer widget (an ``ipywidgets.VBox`` of class ``attn-explorer``).
     """
-    start, message = _starting_settings(EncoderSettings, settings)
+    start, message = starting_settings(EncoderSettings, settings)
     controls = {
         **_sentence_controls(),
         "num_heads": widgets.SelectionSlider(

@@ -1118,16 +1118,16 @@ def repeat_tiled(x, group_size):
     return x.repeat(1, group_size, 1, 1)
 
 
-def bytes_without_values(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
-    return num_layers * num_kv_heads * head_dim * num_tokens * batch_size * nbytes
+def bytes_without_values(num_layers, num_kv_groups, head_dim, num_tokens, batch_size, nbytes):
+    return num_layers * num_kv_groups * head_dim * num_tokens * batch_size * nbytes
 
 
-def bytes_one_layer(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
-    return 2 * num_kv_heads * head_dim * num_tokens * batch_size * nbytes
+def bytes_one_layer(num_layers, num_kv_groups, head_dim, num_tokens, batch_size, nbytes):
+    return 2 * num_kv_groups * head_dim * num_tokens * batch_size * nbytes
 
 
-def bytes_in_numbers(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, nbytes):
-    return 2 * num_layers * num_kv_heads * head_dim * num_tokens * batch_size
+def bytes_in_numbers(num_layers, num_kv_groups, head_dim, num_tokens, batch_size, nbytes):
+    return 2 * num_layers * num_kv_groups * head_dim * num_tokens * batch_size
 
 
 def attend_cached_with(mistake):
@@ -1136,11 +1136,11 @@ def attend_cached_with(mistake):
     def attend(att, x, cache, layer):
         num_new = x.shape[1]
         start = cache.num_cached(layer)
-        num_kv_heads = getattr(att, "num_kv_groups", att.num_heads)
+        num_kv_groups = getattr(att, "num_kv_groups", att.num_heads)
         queries = split_heads(att.W_query(x), att.num_heads)
-        keys = split_heads(att.W_key(x), num_kv_heads)
-        values = split_heads(att.W_value(x), num_kv_heads)
-        group_size = att.num_heads // num_kv_heads
+        keys = split_heads(att.W_key(x), num_kv_groups)
+        values = split_heads(att.W_value(x), num_kv_groups)
+        group_size = att.num_heads // num_kv_groups
         if mistake == "cache_repeated":  # stores num_heads heads: GQA saves nothing
             keys, values = gqa.repeat_kv(keys, group_size), gqa.repeat_kv(values, group_size)
             group_size = 1

@@ -143,12 +143,12 @@ def test_attention_parameter_formula_counts_the_module(config):
             1,
             0.0,
             config.num_heads,
-            config.num_kv_heads,
+            config.num_kv_groups,
             config.qkv_bias,
         )
     assert config.num_heads * config.head_dim == config.d_model
     assert count_parameters(module) == attention_parameters(
-        config.d_model, config.num_heads, config.num_kv_heads, config.qkv_bias
+        config.d_model, config.num_heads, config.num_kv_groups, config.qkv_bias
     )
 
 
@@ -156,10 +156,10 @@ def test_published_cache_sizes():
     by_name = {c.name: c for c in PUBLISHED_CONFIGS}
     # Known figures: Llama-2-7B keeps 0.5 MiB per token in fp16, Llama-3-8B 128 KiB.
     llama2, llama3 = by_name["Llama-2-7B"], by_name["Llama-3-8B"]
-    assert kv_cache_bytes(llama2.num_layers, llama2.num_kv_heads, llama2.head_dim) == 2**19
-    assert kv_cache_bytes(llama3.num_layers, llama3.num_kv_heads, llama3.head_dim) == 2**17
+    assert kv_cache_bytes(llama2.num_layers, llama2.num_kv_groups, llama2.head_dim) == 2**19
+    assert kv_cache_bytes(llama3.num_layers, llama3.num_kv_groups, llama3.head_dim) == 2**17
     gpt2 = by_name["GPT-2 small"]
-    assert kv_cache_bytes(gpt2.num_layers, gpt2.num_kv_heads, gpt2.head_dim) == 36 * 2**10
+    assert kv_cache_bytes(gpt2.num_layers, gpt2.num_kv_groups, gpt2.head_dim) == 36 * 2**10
 
 
 def test_gpt2_small_parameter_count_on_meta():

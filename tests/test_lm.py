@@ -85,6 +85,25 @@ def test_gpt_config_from_llms_from_scratch():
         GPTConfig.from_llms_from_scratch({**gpt_config_124m, "n_embd": 768})
 
 
+def test_block_config_from_llms_from_scratch_leaves_the_vocabulary_to_gpt_config():
+    book = {"vocab_size": 50257, "context_length": 256, "emb_dim": 64, "n_heads": 4}
+    block = BlockConfig.from_llms_from_scratch({**book, "n_layers": 3, "drop_rate": 0.0})
+    assert block == BlockConfig(
+        d_model=64, context_length=256, num_heads=4, num_layers=3, dropout=0.0
+    )
+    assert type(GPTConfig.from_llms_from_scratch(book)) is GPTConfig
+
+
+@pytest.mark.parametrize("config", [BlockConfig, GPTConfig])
+def test_the_books_key_names_are_refused_with_the_conversion(config):
+    with pytest.raises(TypeError) as refused:
+        config(emb_dim=768, n_heads=12, drop_rate=0.1)
+    message = str(refused.value)
+    assert "emb_dim -> d_model" in message and "n_heads -> num_heads" in message
+    assert "drop_rate -> dropout" in message
+    assert f"{config.__name__}.from_llms_from_scratch(cfg)" in message
+
+
 def test_block_config_and_vocab_size_build_the_same_gpt_config():
     block = BlockConfig(d_model=16, context_length=8, num_heads=2, num_layers=2)
     model = GPTModel(block, 30, num_kv_groups=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import matplotlib.pyplot as plt
 import pytest
 import torch
@@ -9,11 +11,11 @@ from matplotlib.figure import Figure
 
 from attn_course.model_explorer import model_explorer
 from attn_course.model_views import (
-    ExplorerSettings,
     HeadCanvas,
+    ModelSettings,
     describe,
     draw_view,
-    explore,
+    model_picture,
     parse_sequence,
 )
 from attn_course.tasks import TASKS
@@ -26,7 +28,7 @@ def no_open_figures():
 
 
 def test_explore_sampled_sequence_matches_the_task():
-    view = explore(ExplorerSettings(task="induction", layer=1, head=2, seed=5))
+    view = model_picture(ModelSettings(task="induction", layer=1, head=2, seed=5))
     batch = TASKS["induction"].batch(1, 5)
     assert view.tokens == batch.tokens[0].tolist()
     assert view.scored == batch.scored[0].tolist()
@@ -37,19 +39,19 @@ def test_explore_sampled_sequence_matches_the_task():
 
 
 def test_untrained_heads_are_flatter():
-    trained = explore(ExplorerSettings(layer=0, head=3))
-    untrained = explore(ExplorerSettings(layer=0, head=3, trained=False))
+    trained = model_picture(ModelSettings(layer=0, head=3))
+    untrained = model_picture(ModelSettings(layer=0, head=3, trained=False))
     assert untrained.scores["row entropy"] > trained.scores["row entropy"] + 0.3
     assert "untrained" in describe(untrained)
 
 
 def test_typed_sequence():
-    view = explore(ExplorerSettings(sequence="5, 17 3 9 30 14 9 30", layer=1))
+    view = model_picture(ModelSettings(sequence="5, 17 3 9 30 14 9 30", layer=1))
     assert view.tokens == [5, 17, 3, 9, 30, 14, 9, 30]
     assert view.targets is None and not any(view.scored)
     assert "right" not in describe(view)
     assert view.predictions[6] == 30  # after the second 9 the induction model says 30
-    no_repeat = explore(ExplorerSettings(sequence="1 2 3 4"))
+    no_repeat = model_picture(ModelSettings(sequence="1 2 3 4"))
     assert no_repeat.scores["induction"] != no_repeat.scores["induction"]  # NaN: undefined
 
 
@@ -68,11 +70,11 @@ def test_parse_sequence_errors(text, words):
 )
 def test_explore_errors(settings, words):
     with pytest.raises(ValueError, match=words):
-        explore(ExplorerSettings(**settings))
+        model_picture(ModelSettings(**settings))
 
 
 def test_draw_view_labels_and_colours():
-    view = explore(ExplorerSettings(seed=1))
+    view = model_picture(ModelSettings(seed=1))
     plt.close(draw_view(view))
     canvas = HeadCanvas(Figure())
     canvas.draw(view)
@@ -81,7 +83,7 @@ def test_draw_view_labels_and_colours():
     assert colours.count("#1a7f37") == sum(view.scored)  # the trained model gets all right
     assert colours.count("#888888") == len(view.tokens) - sum(view.scored)
     assert canvas.predicted[0].get_text() == "→ " + str(view.predictions[0])
-    canvas.draw(explore(ExplorerSettings(sequence="4 5 6")))
+    canvas.draw(model_picture(ModelSettings(sequence="4 5 6")))
     assert [t.get_visible() for t in canvas.queries[:4]] == [True, True, True, False]
 
 
@@ -107,12 +109,27 @@ def test_bad_input_shows_an_error_and_keeps_the_picture():
     assert explorer.error.layout.display == "none"
 
 
-def test_unknown_setting():
-    with pytest.raises(ValueError, match="unknown setting"):
-        model_explorer(colour="red")
+def test_unknown_setting_is_shown_with_the_known_ones():
+    explorer = model_explorer(colour="red", head=2)
+    error = html.unescape(explorer.error.value)
+    assert "unknown setting(s) ['colour']" in error
+    assert "['task', 'layer', 'head', 'sequence', 'seed', 'trained']" in html.unescape(
+        explorer.error.value
+    )
+    assert explorer.settings.head == 2 and "<svg" in explorer.figure.value
+
+
+def test_a_layer_the_model_lacks_is_refused_and_the_slider_keeps_its_range():
+    explorer = model_explorer(layer=5, head=1)
+    assert "layer 5, head 1 does not exist: layers 0..1" in html.unescape(explorer.error.value)
+    assert explorer.settings == ModelSettings(head=1)
+    assert (explorer.controls["layer"].max, explorer.controls["layer"].value) == (1, 1)
+    explorer.controls["head"].value = 3  # a later move draws layer 1, not layer 5
+    assert explorer.settings == ModelSettings(head=3)
+    assert explorer.error.layout.display == "none" and "L1 H3" in explorer.status.value
 
 
 def test_the_untrained_model_leaves_the_global_rng_alone():
     state = torch.random.get_rng_state()
-    explore(ExplorerSettings(task="kv-lookup", trained=False, seed=11))
+    model_picture(ModelSettings(task="kv-lookup", trained=False, seed=11))
     assert torch.equal(torch.random.get_rng_state(), state)

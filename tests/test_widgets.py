@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import html
 import re
 
 import ipywidgets
@@ -143,6 +145,16 @@ def test_invalid_starting_values_show_a_message_not_a_traceback(make, message):
     explorer = make()
     assert error_shown(explorer) and re.search(message, explorer.error.value)
     assert explorer.figure.value.startswith("<svg")  # the valid rest is drawn
+
+
+@pytest.mark.parametrize("make", [widgets.attention_explorer, widgets.encoder_explorer])
+def test_unknown_keywords_show_a_message_listing_the_known_ones(make):
+    explorer = make(colour="red", seed=7, num_heads=0)
+    error = html.unescape(explorer.error.value)
+    known = [field.name for field in dataclasses.fields(explorer.settings)]
+    assert f"unknown setting(s) ['colour']; the settings are {known}." in error
+    assert "num_heads=0" in error  # the invalid value's message too
+    assert explorer.settings.seed == 7 and "<svg" in explorer.figure.value
 
 
 def test_invalid_starting_values_keep_the_valid_ones():

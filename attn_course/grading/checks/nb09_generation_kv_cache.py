@@ -72,7 +72,7 @@ def check_repeat_kv(func: Callable[..., object]) -> str:
 
 @register("kv_cache_bytes", NOTEBOOK, time_limit=5.0)
 def check_kv_cache_bytes(func: Callable[..., object]) -> str:
-    """``func(num_layers, num_kv_heads, head_dim, num_tokens, batch_size, bytes_per_element)``."""
+    """``func(num_layers, num_kv_groups, head_dim, num_tokens, batch_size, bytes_per_element)``."""
     # The first set tells the mistakes apart: bytes 4, batch 5, layers 12 and the factor 2.
     for args in ((12, 4, 64, 100, 5, 4), (32, 8, 128, 1000, 3, 2), (1, 1, 1, 1, 1, 1)):
         want = kv_cache_bytes(*args)
@@ -102,10 +102,10 @@ def _cached_step_with(
 ) -> torch.Tensor:
     """The output of one cached step with ``mistake`` built in (``cache`` is not changed)."""
     start, num_new = cache.num_cached(layer), x.shape[1]
-    num_kv_heads = getattr(att, "num_kv_groups", att.num_heads)
+    num_kv_groups = getattr(att, "num_kv_groups", att.num_heads)
     queries = split_heads(att.W_query(x), att.num_heads)  # (b, num_heads, num_new, head_dim)
-    keys = split_heads(att.W_key(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
-    values = split_heads(att.W_value(x), num_kv_heads)  # (b, num_kv_heads, num_new, head_dim)
+    keys = split_heads(att.W_key(x), num_kv_groups)  # (b, num_kv_groups, num_new, head_dim)
+    values = split_heads(att.W_value(x), num_kv_groups)  # (b, num_kv_groups, num_new, head_dim)
     mask: torch.Tensor | None
     if mistake == "cache_new_keys_only":
         mask = att.mask[start : start + num_new, start : start + num_new]
@@ -117,7 +117,7 @@ def _cached_step_with(
         stale = mistake == "cache_stale_offset"
         rows = slice(0, num_new) if stale else slice(start, start + num_new)
         mask = None if mistake == "cache_no_mask" else att.mask[rows, : start + num_new]
-    group_size = att.num_heads // num_kv_heads
+    group_size = att.num_heads // num_kv_groups
     context_vec, _ = scaled_dot_product_attention(
         queries, repeat_kv(keys, group_size), repeat_kv(values, group_size), mask
     )

@@ -1,4 +1,5 @@
-"""``python -m attn_course COMMAND``: lab, grade, execute, train, evaluate, ... (see COMMANDS)."""
+"""``attn-course COMMAND`` or ``python -m attn_course COMMAND``: lab, grade, execute, train,
+evaluate, ... (see COMMANDS)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in COMMANDS:
-        print("usage: python -m attn_course COMMAND [ARGS]\n\ncommands:")
+        print("usage: attn-course COMMAND [ARGS]  (or: python -m attn_course COMMAND [ARGS])")
+        print("\ncommands:")
         for name, (_, help_text) in COMMANDS.items():
             print(f"  {name:<16}{help_text}")
         return 0 if argv and argv[0] in ("-h", "--help") else 2

@@ -125,7 +125,7 @@ def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
     """Run every check on its reference answer, recording the mistakes it compares against."""
     import importlib
 
-    from attn_course.grading import expect, references
+    from attn_course.grading import expect, shared_checks
     from attn_course.grading.checks import nb10_tiled_attention as nb10
     from attn_course.grading.hints import HINTS, NUMPY_HINTS
 
@@ -139,7 +139,7 @@ def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
         assert set((hints or {}).values()) <= catalogue_texts, hints
         return original(got, want, what, mistakes, hints)
 
-    modules = [expect, references] + [
+    modules = [expect, shared_checks] + [
         importlib.import_module(f"attn_course.grading.checks.nb{nb}") for nb in NOTEBOOKS
     ]
     for module in modules:
@@ -247,7 +247,7 @@ def test_sdpa_check_sees_the_fused_call_however_it_was_imported(fused):
 
 
 def test_check_modules_import_downward_only():
-    """Shared references live in grading.references: no check module imports another."""
+    """Shared checks live in grading.shared_checks: no check module imports another."""
     import ast
     from pathlib import Path
 

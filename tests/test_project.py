@@ -89,3 +89,16 @@ def test_ruff_is_clean(args):
         [str(ruff), *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_attn_course_command_is_installed_and_lists_the_commands():
+    """``attn-course`` (pyproject's console script) runs the same entry point as ``python -m``."""
+    from attn_course.__main__ import COMMANDS
+
+    script = Path(sys.executable).parent / "attn-course"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    listed = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ")]
+    assert listed == list(COMMANDS)
+    unknown = subprocess.run([str(script), "no-such-command"], capture_output=True, text=True)
+    assert unknown.returncode == 2 and "usage: attn-course COMMAND" in unknown.stdout

@@ -1,11 +1,11 @@
 """The grader side of official grading: proxies for the learner's objects in a kernel.
 
-``Session`` sends
-requests to ``agent.serve`` in that kernel and reads back DATA only (``torch.load`` with
-``weights_only=True``). ``Remote`` stands for a learner's object that stays in the kernel:
-calling it, building it, reading an attribute all run there; tensors, arrays and numbers
-come back by value. The checks run in the grader's process on those values, with the
-grader's references and a secret salt on every random input (``expect.SALT``).
+``Session`` sends requests to ``agent.serve`` in that kernel and reads back DATA only
+(``torch.load`` with ``weights_only=True``). ``Remote`` stands for a learner's object that
+stays in the kernel: calling it, building it, reading an attribute all run there; tensors,
+arrays and numbers come back by value. The checks run in the grader's process on those
+values, with the grader's references and a secret salt on every random input
+(``expect.SALT``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def _to_kernel(value: object) -> object:
 
 
 class Session:
-    """The requests of one notebook's grading to the agent in ``kernel``.
+    """The requests of one check's grading to the agent in ``kernel`` (``runner`` makes a new
+    session for every check: its deadline and ``uses_reference`` flag are that check's).
 
     A request travels inside the code of an execute request and the reply comes back as
     display data of that request, both over the kernel's own ZeroMQ channels: no file, no

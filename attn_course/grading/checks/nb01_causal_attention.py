@@ -19,8 +19,8 @@ from ..expect import (
     randn,
     seeded,
 )
-from ..references import check_causal_class
 from ..registry import CheckFailed, register
+from ..shared_checks import check_causal_class
 
 NOTEBOOK = "01_causal_attention"
 

@@ -10,8 +10,8 @@ from ...attention import CausalAttention, MultiHeadAttentionWrapper
 from ...blocks import count_parameters
 from ..expect import expect_answer, expect_like_reference, randn, seeded
 from ..hints import HINTS
-from ..references import DROPOUT, causal_mistakes
 from ..registry import register
+from ..shared_checks import DROPOUT, causal_mistakes
 
 NOTEBOOK = "02_multihead_wrapper"
 # The wrapper the prediction tasks ask about, and its input.

@@ -9,8 +9,8 @@ import torch
 from ...attention import MultiHeadAttention, MultiHeadAttentionWrapper
 from ...blocks import count_parameters
 from ..expect import call_explained, expect_answer, expect_close, randn, salted, seeded
-from ..references import check_mha_class
 from ..registry import CheckFailed, register
+from ..shared_checks import check_mha_class
 
 NOTEBOOK = "03_weight_split_mha"
 

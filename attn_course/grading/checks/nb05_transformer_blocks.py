@@ -25,8 +25,8 @@ from ..expect import (
     seeded,
 )
 from ..hints import HINTS
-from ..references import DROPOUT, check_cross_attention_class, check_encoder_class
 from ..registry import CheckFailed, register
+from ..shared_checks import DROPOUT, check_cross_attention_class, check_encoder_class
 
 NOTEBOOK = "05_transformer_blocks"
 

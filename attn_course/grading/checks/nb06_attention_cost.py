@@ -14,8 +14,8 @@ from ..expect import (
     randn,
 )
 from ..hints import HINTS
-from ..references import DROPOUT, MHA_CONFIGS, check_mha_class, sdpa_mistakes
 from ..registry import CheckFailed, register
+from ..shared_checks import DROPOUT, MHA_CONFIGS, check_mha_class, sdpa_mistakes
 
 NOTEBOOK = "06_attention_cost"
 # GPT-2 small's attention on a batch of 2 full-length sequences.

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..references import (
+from ..registry import register
+from ..shared_checks import (
     check_causal_class,
     check_cross_attention_class,
     check_encoder_class,
     check_mha_class,
 )
-from ..registry import register
 
 NOTEBOOK = "07_bug_zoo"
 

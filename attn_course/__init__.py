@@ -1,18 +1,39 @@
 """attn_course: the helper package of the attention course.
 
-Modules: ``attention`` (the lecture classes), ``numpy_attention`` (lecture 00 in NumPy),
-``blocks`` (transformer components), ``data`` (example inputs), ``viz`` (heatmaps),
-``explore`` and ``widgets`` (the explorers' settings and pictures, and their sliders),
-``grading`` (exercise checks); for lecture 08 ``positions``, ``model`` (the tiny
-transformer), ``tasks``, ``training`` (also the ``train`` command and the shipped weights),
-``head_scores``, ``model_views`` and ``model_explorer``; for the language model of lectures
-09-11 ``corpus`` (the shipped Shakespeare text), ``tokenizer`` (character tokens), ``generation``
-(``GPTConfig``, ``GPTModel``, the KV cache) and ``lm`` (its training, the shipped weights,
-``evaluate``, GQA by mean-pooling); for lecture 11 ``text_heads`` (head scores on real text),
-``live_training`` (the live run and its stored record), ``lm_views`` and ``lm_explorer`` (the
-learner's own line). Importing draws and prints nothing,
-and imports torch only when one of the names below is first used (so that
-``python -m attn_course grade`` can start its kernels while torch loads).
+The layers, each importing only from the layers above it (arrows point downward):
+
+1. Maths and models, what the lectures build. Lectures 00-07: ``attention`` (the lecture
+   classes), ``numpy_attention`` (lecture 00 in NumPy), ``foundations`` (attention with no
+   weights, cross-attention), ``blocks`` (transformer components, ``BlockConfig``), ``data``
+   (example inputs), ``validation`` (a clear ValueError for bad input); lecture 08:
+   ``positions`` (learned, sinusoidal, RoPE), ``model`` (the tiny transformer), ``tasks``,
+   ``training`` (also the ``train`` command and the shipped weights), ``recordings`` (numbers
+   stored while training); lectures 09-11: ``generation`` (``GPTConfig``, ``GPTModel``, the KV
+   cache), ``gqa`` (grouped-query attention), ``tiled`` (online softmax, tiled attention),
+   ``corpus`` (the shipped Shakespeare text), ``tokenizer``, ``bpe``, ``sampling``, ``lm`` (the
+   language model's training, shipped weights, ``evaluate``, GQA by mean-pooling),
+   ``live_training`` (the live run and its stored record); measurements of trained models:
+   ``head_scores`` and ``circuits`` (lecture 08's heads found by scores and read from
+   weights), ``text_heads`` (heads on real text), ``generation_metrics``.
+2. Teaching views, the pictures computed from layer 1, no widgets: ``viz`` (matplotlib
+   heatmaps), ``explore`` (the attention explorers' settings and SVG pictures),
+   ``model_views`` and ``lm_views`` (matplotlib).
+3. UI: ``widgets`` (sliders around ``explore``; ``starting_settings``, every explorer's
+   start), ``model_explorer`` (around ``model_views``), ``lm_explorer`` (around
+   ``lm_views``).
+4. Commands and authoring tools: ``__main__`` (``attn-course COMMAND``), ``lab``,
+   ``execute``, ``copies`` (the notebooks' teaching copies of package code), ``protocol``
+   (cell tags and markers), ``generate_cli``.
+5. ``grading``: the grading engine (``agent`` in the learner's kernel, ``remote``,
+   ``kernels``, ``sandbox``, ``runner``, ``roster``), the check library (``expect``,
+   ``shared_checks``, ``hints``, ``registry``) and the checks (``grading.checks.nbNN_*``);
+   its own docstring maps it.
+
+New lecture code goes in layer 1 beside its lecture's modules; a new picture in layer 2
+(settings in, a picture out, testable without widgets); a new explorer in layer 3 around a
+layer-2 view (CONTRIBUTING.md, "Explorers"); a new check in ``grading/checks``. Importing
+the package draws and prints nothing, and imports torch only when one of the names below is
+first used (so that ``attn-course grade`` can start its kernels while torch loads).
 
 Names. One name per quantity, in code, shape comments and messages:
 

@@ -1,4 +1,4 @@
-"""``python -m attn_course lab``: JupyterLab on the course, from the repository root.
+"""``attn-course lab``: JupyterLab on the course, in the clone the command runs in.
 
 Options: ``--port`` (0 lets the OS pick a free one), ``--token``, ``--headless`` (open no
 browser); any other ``--Class.trait=value`` option is passed on to ``jupyter lab``. The
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+FIRST_NOTEBOOK = Path("notebooks") / "00_numpy_attention.ipynb"
 
 # The course runs offline: no news feed, no update check against the internet.
 QUIET_OPTIONS = (
@@ -27,7 +27,26 @@ QUIET_OPTIONS = (
 APP_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 
 
+def course_root(start: Path | None = None) -> Path:
+    """The course's folder (a clone of the repository): ``start`` (default: the current
+    folder) or the nearest folder above it that holds the notebooks.
+
+    The notebooks are not part of the installed package, so the lab opens on a clone, found
+    from where the command runs, never from where the package is installed.
+    """
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / FIRST_NOTEBOOK).is_file():
+            return folder
+    raise SystemExit(
+        f"attn-course lab: no course here: neither {here} nor a folder above it holds "
+        f"{FIRST_NOTEBOOK}. Run it inside your clone of the course repository (the notebooks "
+        "are not part of the installed package)."
+    )
+
+
 def build_command(
+    root: Path,
     port: int | None = None,
     token: str | None = None,
     headless: bool = False,
@@ -36,6 +55,7 @@ def build_command(
     """The ``jupyter lab`` command line the course uses.
 
     Args:
+        root: the course's folder (``course_root()``).
         port: port on 127.0.0.1; None = Jupyter's default (8888 or the next free one),
             0 = a free port chosen by the OS.
         token: the login token; None = a random one that Jupyter prints.
@@ -47,7 +67,7 @@ def build_command(
         "-m",
         "jupyter",
         "lab",
-        f"--ServerApp.root_dir={ROOT}",
+        f"--ServerApp.root_dir={root}",
         "--ServerApp.ip=127.0.0.1",
         "--LabApp.default_url=/lab/tree/notebooks/00_numpy_attention.ipynb",
         *QUIET_OPTIONS,
@@ -66,7 +86,7 @@ def build_command(
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attn_course lab", description=__doc__)
+    parser = argparse.ArgumentParser(prog="attn-course lab", description=__doc__)
     parser.add_argument("--port", type=int)
     parser.add_argument("--token")
     parser.add_argument("--headless", action="store_true", help="do not open a browser")
@@ -74,7 +94,7 @@ def main(argv: list[str]) -> int:
     unknown = [arg for arg in extra if not arg.startswith("--") or "=" not in arg]
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)} (use --Class.trait=value)")
-    cmd = build_command(args.port, args.token, args.headless, extra)
+    cmd = build_command(course_root(), args.port, args.token, args.headless, extra)
     # Become the server: it keeps this PID, and Ctrl-C asks before shutting down the
     # kernels instead of killing the server under them.
     os.execv(cmd[0], cmd)  # never returns

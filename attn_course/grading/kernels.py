@@ -44,7 +44,9 @@ __all__ = [
 CELL_TIMEOUT = 60  # seconds a learner's cell may run (default of the grade command)
 OFFICIAL_ENV = "ATTN_COURSE_OFFICIAL"  # set in grading kernels: check() only hands answers over
 REPLY_MIME = "application/x.attn-course-reply"  # the agent's replies (display_data)
-_SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding attn_course/
+# The folder that holds the imported attn_course/ (a clone's root, or site-packages for a
+# non-editable install): the kernel imports the grader's own package, never another copy.
+_IMPORT_ROOT = Path(__file__).resolve().parents[2]
 START_ATTEMPTS = 2  # a kernel start can fail on a loaded machine ("died before replying")
 START_TIMEOUT = 120  # seconds a kernel may take to start and import torch
 INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it is killed
@@ -146,7 +148,7 @@ class Kernel:
 
     def _plain(self, argv: list[str]) -> subprocess.Popen:
         """Start ``argv`` as the grader's own user (``--no-sandbox``)."""
-        paths = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.getenv("PYTHONPATH")]))
+        paths = os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.getenv("PYTHONPATH")]))
         env = {**os.environ, OFFICIAL_ENV: "1", "PYTHONPATH": paths}
         return subprocess.Popen(argv, env=env, **_DETACHED)
 

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from .execute import notebook_paths
-from .protocol import COPY_OF, PACKAGE_COPY, has_tag
+from .protocol import COPY_OF, PACKAGE_COPY, has_tag, notebook_paths
 
 DEFAULT_PATHS = ["notebooks"]
 

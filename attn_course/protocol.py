@@ -13,6 +13,8 @@ Solution markers: in a solution notebook's code cell, the lines from ``# BEGIN S
 ``# END SOLUTION`` (each alone on its line, any indentation) become one line in the exercise:
 the text after ``# BEGIN SOLUTION:`` when given, else ``STUB``.
 
+Notebook paths: ``notebook_paths`` expands the files and folders a command is given.
+
 Check cells: a code cell calling ``check("<id>", answer)`` grades exercise ``<id>``.
 ``make-exercises`` stamps ``{"attn_course": {"notebook": "<stem>"}}`` into an exercise
 notebook's metadata and ``{"attn_course": {"check_id": "<id>"}}`` into each check cell's, so
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 PACKAGE_COPY = "package-copy"
 SOLUTION_ONLY = "solution-only"
@@ -43,3 +46,11 @@ CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([A-Za-z0-9_]+)["']""")  # group 1: 
 def has_tag(metadata: Mapping, tag: str) -> bool:
     """Whether a cell whose metadata is ``metadata`` carries ``tag``."""
     return tag in metadata.get("tags", [])
+
+
+def notebook_paths(paths: list[str]) -> list[Path]:
+    """The .ipynb files named by ``paths`` (folders are searched, non-recursively), sorted."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        found.extend(sorted(path.glob("*.ipynb")) if path.is_dir() else [path])
+    return found

@@ -1,7 +1,7 @@
 """How often a rejected wrong answer gets a hint that names its mistake, and how often one misleads.
 
 Runs every wrong implementation of the answer tables through its check, as ``check()`` does
-in a notebook (``api.run_check``): ``WRONG`` of ``tests/answers.py``. Each wrong answer
+in a notebook (``verdicts.run_check``): ``WRONG`` of ``tests/answers.py``. Each wrong answer
 declares the words its hint must contain. A verdict is
 
 - named: failed, and the hint holds every declared word;
@@ -58,9 +58,9 @@ def library() -> tuple[list[Case], list[Case]]:
 
 def classify(case: Case) -> tuple[str, str]:
     """(kind, the learner's message) for one wrong case."""
-    from attn_course.grading.api import run_check
     from attn_course.grading.registry import load_checks
     from attn_course.grading.result import Status
+    from attn_course.grading.verdicts import run_check
 
     result = run_check(load_checks()[case.check_id], case.obj)
     message = result.message
@@ -77,9 +77,9 @@ def classify(case: Case) -> tuple[str, str]:
 
 def measure() -> dict:
     """Counts of the four kinds, the cases of each, and the right answers that failed."""
-    from attn_course.grading.api import run_check
     from attn_course.grading.registry import load_checks
     from attn_course.grading.result import Status
+    from attn_course.grading.verdicts import run_check
 
     wrong, right = library()
     kinds: dict[str, list[tuple[Case, str]]] = {

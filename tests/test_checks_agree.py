@@ -3,7 +3,7 @@
 The answers are right in the notebook's eyes or wrong in ways that only show outside it (a
 forward hook, a replaced submodule, a mask made on the CPU, a hand-written dropout): each
 notebook is graded by ONE grade command, and each answer also goes through ``check()``'s
-path (``api.run_check``) in this process.
+path (``verdicts.run_check``) in this process.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 import pytest
 from support import IMPORTS, grade_ok, write_notebook
 
-from attn_course.grading.api import run_check
 from attn_course.grading.registry import load_checks
+from attn_course.grading.verdicts import run_check
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 

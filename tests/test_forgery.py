@@ -31,8 +31,8 @@ WRONG_ANSWERS = (
 ATTACKS = {
     "patch_api": (
         [
-            "import attn_course.grading.api as _a\n"
-            "_a.run_check = lambda spec, obj, local=True: _a.CheckResult(spec.id, 'passed', '')\n"
+            "import attn_course.grading.api as _a, attn_course.grading.verdicts as _v\n"
+            "_v.run_check = lambda spec, obj, local=True: _a.CheckResult(spec.id, 'passed', '')\n"
             "_a.check = lambda i, o: print(f'✔ {i}: passed')"
         ],
         [],

@@ -12,9 +12,9 @@ import torch
 
 from attn_course.grading import CheckFailed, CheckResult, Status, api, check, register
 from attn_course.grading.agent import ANSWERS, OFFICIAL_ENV
-from attn_course.grading.api import OUTPUT_LIMIT
 from attn_course.grading.registry import CHECKS
 from attn_course.grading.result import NotebookReport
+from attn_course.grading.verdicts import OUTPUT_LIMIT
 
 NOTEBOOK = "99_test_only"
 
@@ -148,8 +148,9 @@ def test_error_points_at_the_learners_line(checks):
     assert "in helper_that_fails" in result.message
     assert "return 1 / 0  # the learner's faulty line" in result.message
     assert "test_grading_engine.py line" in result.message
-    # Nothing of the grading machinery (api.py, the check function) is shown.
-    assert "api.py" not in result.message and "check_double" not in result.message
+    # Nothing of the grading machinery (api.py, verdicts.py, the check function) is shown.
+    assert "api.py" not in result.message and "verdicts.py" not in result.message
+    assert "check_double" not in result.message
 
 
 def test_error_raised_inside_the_check_names_no_learner_line(checks):
@@ -331,3 +332,19 @@ def test_a_learner_error_reads_the_same_local_or_remote():
     assert remote == local
     assert local is not None and local.startswith("RuntimeError: The size of tensor a")
     assert "(in forward, test_grading_engine.py line" in local
+
+
+def test_the_grade_command_imports_no_notebook_ui_and_no_schema_machinery():
+    """The grade command starts its kernels while its own imports load: nbformat's schema
+    validation (jsonschema, 1-2 s) and IPython's display stack are never among them."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import attn_course.grading.cli, attn_course.grading.runner, attn_course.grading.roster\n"
+        "import attn_course.grading.feedback\n"
+        "print(sorted(m for m in ('nbformat', 'jsonschema', 'IPython') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY, PACKAGE_COPY, has_tag
 from .escape import html_text
+from .notebooks import Notebook, read_notebook
 from .result import CheckResult
-from .runner import Notebook, read_notebook
 
 __all__ = ["exercise_cells", "feedback_page"]
 

@@ -35,9 +35,10 @@ from pathlib import Path
 from .escape import clean
 from .export import write_canvas, write_gradebook
 from .intake import Refused, Submission, find_submissions, open_regular
+from .notebooks import Notebook, notebook_id, read_notebook
 from .registry import load_checks
 from .result import SCHEMA_VERSION, NotebookReport
-from .runner import Notebook, grade_notebooks, notebook_id, read_notebook
+from .runner import grade_notebooks
 from .seal import course_version, sign, verified
 
 __all__ = ["MAX_RESULT_BYTES", "Progress", "grade_roster", "in_shard", "merge", "read_result"]

@@ -24,25 +24,23 @@ that should have called it (``_unreported``).
 
 from __future__ import annotations
 
-import json
-import re
 import secrets
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY, NOTEBOOK_ID
-from .api import run_check
+from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
 from .expect import SALT
 from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
+from .notebooks import Notebook, notebook_id, read_notebook
 from .registry import CHECKS, checks_for, load_checks
 from .remote import REQUEST_GRACE, RemoteError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
+from .verdicts import run_check
 
 __all__ = [
     "CELL_TIMEOUT",
@@ -50,7 +48,6 @@ __all__ = [
     "KernelPool",
     "grade_notebooks",
     "grade_file",
-    "read_notebook",
 ]
 
 NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
@@ -61,54 +58,6 @@ STARTS_SECONDS = 60  # of a notebook's time, for starting its kernels
 # to the kernel and back, on a machine that grades several notebooks at once.
 OFFICIAL_TIME_FACTOR = 3.0
 _CELL_TIMEOUT_NAME = "CellTimeout"
-_STEM = re.compile(r"^\d\d_[A-Za-z0-9_]+?(?=$|[ (\-.]| copy)")
-
-
-@dataclass
-class Cell:
-    cell_type: str
-    source: str
-    metadata: dict = field(default_factory=dict)
-
-
-@dataclass
-class Notebook:
-    metadata: dict
-    cells: list[Cell]
-
-
-def read_notebook(path: Path) -> Notebook:
-    """Read a notebook's JSON (no schema validation: it is slow); ValueError if it is none."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"{path.name} is not a notebook: it is not valid JSON") from exc
-    if not isinstance(data, dict) or data.get("nbformat") != 4:
-        raise ValueError(f"{path.name} is not a valid Jupyter notebook (nbformat 4 expected)")
-    cells = []
-    raw_cells = data.get("cells")
-    for i, cell in enumerate(raw_cells if isinstance(raw_cells, list) else []):
-        source = cell.get("source", "") if isinstance(cell, dict) else None
-        source = "".join(source) if isinstance(source, list) else source
-        if not isinstance(source, str) or not isinstance(cell.get("cell_type"), str):
-            raise ValueError(f"{path.name} is not a valid Jupyter notebook (cell {i + 1})")
-        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        cells.append(Cell(cell["cell_type"], source, metadata))
-    metadata = data.get("metadata")
-    return Notebook(metadata if isinstance(metadata, dict) else {}, cells)
-
-
-def notebook_id(notebook: Notebook, path: Path) -> str:
-    """The course notebook this file is: from its metadata, else from its file name.
-
-    ``03_weight_split_mha (1).ipynb`` and ``03_weight_split_mha-copy.ipynb`` fall back to
-    ``03_weight_split_mha``.
-    """
-    stamped = notebook.metadata.get(METADATA_KEY, {})
-    if isinstance(stamped, dict) and isinstance(stamped.get(NOTEBOOK_ID), str):
-        return stamped[NOTEBOOK_ID]
-    match = _STEM.match(path.stem)
-    return match.group(0) if match else path.stem
 
 
 def _cells_calling(notebook: Notebook, check_id: str) -> list[int]:

@@ -34,6 +34,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import wire
 from .errors import caused_by, describe_error, is_learner_file
 from .kernels import OFFICIAL_ENV, REPLY_MIME
 
@@ -115,30 +116,15 @@ def _on_main_thread() -> bool:
 # ---- data <-> handles -------------------------------------------------------------------
 
 
-def encode(value: object, depth: int = 0) -> object:
-    """A weights-only-loadable tree for data; a handle dict for anything else."""
-    if isinstance(value, np.generic) and not isinstance(value, np.object_):
-        return {"__npscalar__": torch.from_numpy(np.asarray(value).reshape(1).copy())}
-    if value is None or isinstance(value, bool | int | float | str):
-        return value  # (np.float64 is a float: handled above, it must stay a NumPy scalar)
-    if value is Ellipsis:
-        return {"__ellipsis__": True}
-    if isinstance(value, torch.Tensor):
-        return value.detach().as_subclass(torch.Tensor).clone()
-    if isinstance(value, np.ndarray) and value.dtype != object:
-        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value).copy())}
-    if isinstance(value, torch.Size):
-        return {"__size__": [int(n) for n in value]}
-    if isinstance(value, torch.dtype):
-        return {"__dtype__": str(value)}
-    if depth < 8 and isinstance(value, tuple | list):
-        items = [encode(v, depth + 1) for v in value]
-        return {"__tuple__": items} if isinstance(value, tuple) else items
-    if depth < 8 and isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"__dict__": {k: encode(v, depth + 1) for k, v in value.items()}}
+def encode(value: object) -> object:
+    """A reply's value: data by value (``wire``), anything else kept here behind a handle."""
+    return wire.encode(value, _keep)
+
+
+def _keep(value: object) -> dict:
     handle = len(_HANDLES) + 1
     _HANDLES[handle] = value
-    return {"__handle__": handle, "info": _describe(value)}
+    return {wire.HANDLE: handle, "info": _describe(value)}
 
 
 def _describe(value: object) -> dict:
@@ -168,18 +154,8 @@ def _is_reference(value: object) -> bool:
 
 
 def _decode(value: object) -> object:
-    """Requests carry plain data, modules (pickled whole) and handles."""
-    if isinstance(value, dict) and "__handle__" in value:
-        return _HANDLES[value["__handle__"]]
-    if isinstance(value, dict) and "__ndarray__" in value:
-        return value["__ndarray__"].numpy()
-    if isinstance(value, dict) and "__tuple__" in value:
-        return tuple(_decode(v) for v in value["__tuple__"])
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
-    return value
+    """Requests carry data (``wire``), modules (pickled whole) and handles."""
+    return wire.decode(value, lambda record: _HANDLES[record[wire.HANDLE]])
 
 
 def _after(value: object) -> object:

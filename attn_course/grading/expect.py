@@ -106,8 +106,7 @@ def invoke_many(func: object, args: tuple, options: list[dict]) -> Iterator[dict
     batch = [{"args": tuple(args), "options": option} for option in options]
     for reply in func._session.request("calls", func, batch):
         if "exception" in reply:
-            e = reply["exception"]
-            raise RemoteError(str(e["ename"]), str(e["message"]), bool(e["not_implemented"]))
+            raise RemoteError.from_record(reply["exception"])
         yield reply
 
 

@@ -16,10 +16,10 @@ import time
 import zipfile
 from typing import Any, TypeGuard
 
-import numpy as np
 import torch
 from torch import nn
 
+from . import wire
 from .kernels import Kernel, KernelLost
 
 __all__ = ["Kernel", "KernelLost", "Session", "Remote", "RemoteError", "RemoteTimeout", "is_remote"]
@@ -34,24 +34,20 @@ class RemoteError(Exception):
         super().__init__(message)
         self.ename, self.message, self.not_implemented = ename, message, not_implemented
 
+    @classmethod
+    def from_record(cls, record: dict) -> RemoteError:
+        """The error of a call that raised in the kernel (``wire.ERROR_FIELDS``)."""
+        return cls(str(record["ename"]), str(record["message"]), bool(record["not_implemented"]))
+
 
 class RemoteTimeout(Exception):
     """The check's time ran out while the learner's code was running."""
 
 
 def _to_kernel(value: object) -> object:
-    """Request arguments: data as is, ndarrays and tuples tagged, proxies by handle."""
-    if isinstance(value, Remote):
-        return {"__handle__": value._handle}
-    if isinstance(value, np.ndarray):
-        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value))}
-    if isinstance(value, tuple):
-        return {"__tuple__": [_to_kernel(v) for v in value]}
-    if isinstance(value, list):
-        return [_to_kernel(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _to_kernel(v) for k, v in value.items()}
-    return value
+    """A request argument: data by value (``wire``), a proxy by its handle, anything else
+    (a module) pickled whole."""
+    return wire.encode(value, lambda v: {wire.HANDLE: v._handle} if isinstance(v, Remote) else v)
 
 
 class Session:
@@ -108,8 +104,7 @@ class Session:
         if reply.get("timeout"):
             raise RemoteTimeout
         if "exception" in reply:
-            e = reply["exception"]
-            raise RemoteError(e["ename"], e["message"], e["not_implemented"])
+            raise RemoteError.from_record(reply["exception"])
         return self.decode(reply["value"])
 
     def resolve(self, check_id: str) -> object:
@@ -124,25 +119,7 @@ class Session:
 
     def decode(self, value: object) -> Any:
         """A reply's value (already checked by ``check_reply``) as the grader's objects."""
-        if isinstance(value, list):
-            return [self.decode(v) for v in value]
-        if not isinstance(value, dict):
-            return value
-        if "__handle__" in value:
-            return Remote(self, value["__handle__"], value["info"])
-        if "__ndarray__" in value:
-            return value["__ndarray__"].numpy()
-        if "__ellipsis__" in value:
-            return Ellipsis
-        if "__npscalar__" in value:
-            return value["__npscalar__"].numpy()[0]
-        if "__size__" in value:
-            return torch.Size(value["__size__"])
-        if "__dtype__" in value:
-            return getattr(torch, value["__dtype__"].removeprefix("torch."))
-        if "__tuple__" in value:
-            return tuple(self.decode(v) for v in value["__tuple__"])
-        return {k: self.decode(v) for k, v in value["__dict__"].items()}
+        return wire.decode(value, lambda record: Remote(self, record[wire.HANDLE], record["info"]))
 
 
 # ---- the reply's size and shape ----------------------------------------------------------
@@ -153,8 +130,6 @@ MAX_REPLY_NODES = 200_000  # values in the reply's tree, counting shared ones ea
 MAX_REPLY_DEPTH = 40
 MAX_META_ELEMENTS = 1 << 32  # a meta tensor's shape, which stands for no memory
 MAX_STRING = 1 << 20
-_INFO = {"kind": str, "name": str, "module_class": bool, "reference": bool}
-_EXCEPTION = {"ename": str, "message": str, "not_implemented": bool}
 _DTYPES = {
     getattr(torch, name)
     for name in (
@@ -210,7 +185,7 @@ def check_reply(reply: object) -> None:
     if "timeout" in reply and reply["timeout"] is not True:
         raise _malformed("timeout")
     if "exception" in reply:
-        _check_record(reply["exception"], _EXCEPTION)
+        _check_record(reply["exception"], wire.ERROR_FIELDS)
     if "value" in reply:
         _check_value(reply["value"], 0, [0])
 
@@ -248,34 +223,34 @@ def _check_value(value: object, depth: int, count: list[int]) -> None:
 
 def _check_tagged(value: dict, depth: int, count: list[int]) -> None:
     keys = set(value)
-    if keys == {"__handle__", "info"}:
-        if type(value["__handle__"]) is not int:
+    if keys == {wire.HANDLE, "info"}:
+        if type(value[wire.HANDLE]) is not int:
             raise _malformed("a handle")
-        _check_record(value["info"], _INFO)
-    elif keys in ({"__ndarray__"}, {"__npscalar__"}):
-        tensor = value.get("__ndarray__", value.get("__npscalar__"))
-        if type(tensor) is not torch.Tensor or ("__npscalar__" in keys and tensor.numel() != 1):
+        _check_record(value["info"], wire.INFO_FIELDS)
+    elif keys in ({wire.NDARRAY}, {wire.NPSCALAR}):
+        tensor = value.get(wire.NDARRAY, value.get(wire.NPSCALAR))
+        if type(tensor) is not torch.Tensor or (wire.NPSCALAR in keys and tensor.numel() != 1):
             raise _malformed("an array")
         _check_tensor(tensor)
-    elif keys == {"__ellipsis__"}:
-        if value["__ellipsis__"] is not True:
+    elif keys == {wire.ELLIPSIS}:
+        if value[wire.ELLIPSIS] is not True:
             raise _malformed("a marker")
-    elif keys == {"__size__"}:
-        size = value["__size__"]
+    elif keys == {wire.SIZE}:
+        size = value[wire.SIZE]
         if type(size) is not list or any(type(n) is not int for n in size) or len(size) > 64:
             raise _malformed("a size")
-    elif keys == {"__dtype__"}:
-        name = value["__dtype__"]
+    elif keys == {wire.DTYPE}:
+        name = value[wire.DTYPE]
         if type(name) is not str or getattr(torch, name.removeprefix("torch."), None) not in (
             _DTYPES
         ):
             raise _malformed("a dtype")
-    elif keys == {"__tuple__"}:
-        if type(value["__tuple__"]) is not list:
+    elif keys == {wire.TUPLE}:
+        if type(value[wire.TUPLE]) is not list:
             raise _malformed("a tuple")
-        _check_value(value["__tuple__"], depth + 1, count)
-    elif keys == {"__dict__"}:
-        items = value["__dict__"]
+        _check_value(value[wire.TUPLE], depth + 1, count)
+    elif keys == {wire.DICT}:
+        items = value[wire.DICT]
         if type(items) is not dict or any(type(k) is not str for k in items):
             raise _malformed("a dict")
         for item in items.values():

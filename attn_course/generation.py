@@ -10,7 +10,7 @@ model's ``state_dict`` loads into it. Its sizes are one ``GPTConfig``: a ``Block
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
@@ -39,6 +39,13 @@ class GPTConfig(BlockConfig):
             )
         if self.num_kv_groups is not None:
             validate_kv_groups(self.num_heads, self.num_kv_groups)
+
+    @classmethod
+    def from_block(
+        cls, block: BlockConfig, vocab_size: int, num_kv_groups: int | None = None
+    ) -> GPTConfig:
+        """A model of ``block``'s sizes reading ``vocab_size`` tokens."""
+        return cls(**asdict(block), vocab_size=vocab_size, num_kv_groups=num_kv_groups)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -109,27 +116,20 @@ def attend_cached(
 class GPTModel(nn.Module):
     """Token and position embeddings, ``cfg.num_layers`` pre-LN ``TransformerBlock``s, a head.
 
-    ``GPTModel(GPTConfig(...))``; ``GPTModel(block_cfg, vocab_size, num_kv_groups)`` with a
-    ``BlockConfig`` builds the same ``GPTConfig``. With ``num_kv_groups`` every block's
-    attention becomes a ``GroupedQueryAttention`` of the same size. ``forward(idx, cache)``
-    with a ``KVCache`` reads only the NEW tokens ``idx``: their positions continue after the
-    cached ones.
+    ``GPTModel(GPTConfig(...))``; from a ``BlockConfig``, ``GPTConfig.from_block(block,
+    vocab_size)``. With ``cfg.num_kv_groups`` every block's attention is a
+    ``GroupedQueryAttention`` of the same size. ``forward(idx, cache)`` with a ``KVCache``
+    reads only the NEW tokens ``idx``: their positions continue after the cached ones.
     """
 
-    def __init__(
-        self,
-        cfg: GPTConfig | BlockConfig,
-        vocab_size: int | None = None,
-        num_kv_groups: int | None = None,
-    ):
+    def __init__(self, cfg: GPTConfig):
         super().__init__()
         if not isinstance(cfg, GPTConfig):
-            if vocab_size is None:
-                raise ValueError("GPTModel(BlockConfig(...), vocab_size) needs vocab_size.")
-            sizes = {f.name: getattr(cfg, f.name) for f in fields(BlockConfig)}
-            cfg = GPTConfig(**sizes, vocab_size=vocab_size, num_kv_groups=num_kv_groups)
-        elif vocab_size is not None or num_kv_groups is not None:
-            raise ValueError("a GPTConfig carries vocab_size and num_kv_groups: pass it alone.")
+            raise TypeError(
+                f"GPTModel takes a GPTConfig (a block's sizes, vocab_size, num_kv_groups), got "
+                f"{type(cfg).__name__}; from a BlockConfig: "
+                "GPTConfig.from_block(block, vocab_size)."
+            )
         self.cfg: GPTConfig = cfg
         num_kv_groups = cfg.num_kv_groups
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
@@ -169,6 +169,17 @@ class GPTModel(nn.Module):
                 x = x + block.drop_shortcut(attended)  # (b, num_new, d_model)
                 x = x + block.drop_shortcut(block.ff(block.norm2(x)))  # (b, num_new, d_model)
         return self.out_head(self.final_norm(x))  # (b, num_new, vocab_size)
+
+    def attention_weights(self) -> torch.Tensor:
+        """(num_layers, b, num_heads, num_tokens, num_tokens) weights of the last forward pass
+        without a cache (as ``TinyTransformer.attention_weights``)."""
+        weights = []
+        for block in self.trf_blocks:
+            assert isinstance(block, TransformerBlock)  # (nn.ModuleList yields Modules)
+            if not isinstance(block.att.attn_weights, torch.Tensor):
+                raise ValueError("run the model on some tokens first: model(tokens).")
+            weights.append(block.att.attn_weights)
+        return torch.stack(weights)
 
 
 @torch.no_grad()

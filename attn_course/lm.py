@@ -1,7 +1,9 @@
 """The course's character-level Shakespeare model: train, checkpoint, evaluate, load, GQA.
 
 ``python -m attn_course train shakespeare`` trains ``generation.GPTModel`` on the corpus
-(``corpus.load_corpus``) with AdamW, a linear warm-up and a cosine decay of the learning rate;
+(``corpus.load_corpus``) with AdamW, a linear warm-up and a cosine decay of the learning rate,
+on windows of the training plays of which a share repeats a passage (``repeat_share``: the
+model's induction heads grow on them, ``repeat_test`` measures them);
 every ``eval_every`` steps it prints the train loss and the held-out loss in nats per
 character. It is seeded, and resumable: ``--checkpoint FILE`` saves the model, the optimiser
 and the data stream's state every ``eval_every`` steps, and ``--resume`` continues from it.
@@ -31,6 +33,7 @@ from .corpus import load_corpus
 from .generation import GPTConfig, GPTModel, generate
 from .generation_metrics import words
 from .gqa import kv_cache_bytes, validate_kv_groups
+from .text_heads import repeat_targets, target_score
 from .tokenizer import CharTokenizer
 
 __all__ = [
@@ -41,6 +44,9 @@ __all__ = [
     "train_lm",
     "evaluate_text",
     "held_out_loss",
+    "RepeatTest",
+    "repeat_test",
+    "held_out_passages",
     "save_lm",
     "load_lm",
     "pretrained_lm",
@@ -72,6 +78,10 @@ class LMTrainConfig:
     seed: int = 0
     eval_every: int = 200
     eval_windows: int = 64
+    # the share of training windows that repeat a passage (see ``_windows``): copying from
+    # earlier in the window almost never pays in 128 characters of Shakespeare, so a model
+    # trained on plain windows grows no induction heads (lecture 11, section 5)
+    repeat_share: float = 0.25
     # bfloat16 matmuls in training (torch.autocast): 3x faster on CPUs with AVX512-BF16 (this
     # machine), slower where bfloat16 is emulated; the weights stay float32
     autocast: bool = True
@@ -95,13 +105,14 @@ class LMTrainConfig:
 
 
 LM_CONFIGS: dict[str, LMTrainConfig] = {
-    # the shipped model (about 20 minutes on 2 cores)
+    # the shipped model (8 CPU-minutes on one core here: benchmarks/shakespeare_run.json)
     "default": LMTrainConfig(),
     # trains live in a notebook in under a minute (21 CPU-s here): the loss falls from 4.3 to
     # about 2.1 nats/char and the samples turn from noise into words
     "small": LMTrainConfig(
         d_model=64, num_heads=4, num_layers=2, context_length=64, steps=500, batch_size=32,
         lr=5e-3, min_lr=5e-4, warmup=50, eval_every=50, eval_windows=32, autocast=False,
+        repeat_share=0.0,
     ),
 }  # fmt: skip
 
@@ -126,10 +137,27 @@ def _token_data() -> tuple[torch.Tensor, torch.Tensor]:
     return tok.encode_tensor(corpus.train_text), tok.encode_tensor(corpus.held_out_text)
 
 
-def _windows(data: torch.Tensor, num: int, length: int, gen: torch.Generator) -> torch.Tensor:
-    """``num`` random windows of ``length + 1`` tokens: (num, length + 1)."""
+MIN_REPEAT = 8  # the shortest passage a repeat window shows twice
+
+
+def _windows(
+    data: torch.Tensor, num: int, length: int, gen: torch.Generator, repeat_share: float = 0.0
+) -> torch.Tensor:
+    """``num`` random windows of ``length + 1`` tokens: (num, length + 1).
+
+    With ``repeat_share`` > 0, that share of the windows (on average) is instead a passage of
+    ``MIN_REPEAT`` to ``length // 2`` characters repeated until the window is full, the way
+    a refrain recurs: there, copying from the earlier occurrence predicts the next character.
+    """
     starts = torch.randint(0, len(data) - length - 1, (num,), generator=gen)
-    return torch.stack([data[s : s + length + 1] for s in starts.tolist()])
+    windows = torch.stack([data[s : s + length + 1] for s in starts.tolist()])
+    if repeat_share > 0:
+        repeat = torch.rand(num, generator=gen) < repeat_share
+        periods = torch.randint(MIN_REPEAT, length // 2 + 1, (num,), generator=gen)
+        for i in repeat.nonzero().flatten().tolist():
+            s, p = int(starts[i]), int(periods[i])
+            windows[i] = data[s : s + p].repeat(length // p + 2)[: length + 1]
+    return windows
 
 
 def _loss(model: GPTModel, windows: torch.Tensor) -> torch.Tensor:
@@ -241,7 +269,9 @@ def train_lm(
     for step in range(first, cfg.steps):
         for group in optimizer.param_groups:
             group["lr"] = cfg.learning_rate(step)
-        windows = _windows(train_data, cfg.batch_size, cfg.context_length, gen).to(dev)
+        windows = _windows(
+            train_data, cfg.batch_size, cfg.context_length, gen, cfg.repeat_share
+        ).to(dev)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cfg.autocast):
             loss = _loss(model, windows)
         optimizer.zero_grad(set_to_none=True)
@@ -336,6 +366,53 @@ def evaluate_text(model: GPTModel, text: str) -> float:
 def held_out_loss(model: GPTModel, num_chars: int | None = None) -> float:
     """``evaluate_text`` on the held-out plays (or their first ``num_chars`` characters)."""
     return evaluate_text(model, load_corpus().held_out_text[:num_chars])
+
+
+@dataclass(frozen=True)
+class RepeatTest:
+    """A passage read twice in a row (Olsson et al.'s test of in-context learning).
+
+    ``losses[t]`` is the loss of character t + 1 read after characters 0..t, so the first copy
+    is ``losses[: period - 1]`` and the second copy, where copying could help, is
+    ``losses[period:]``. ``induction`` is each head's mean weight on the character after the
+    earlier occurrence (``text_heads.repeat_targets``): (num_layers, num_heads).
+    """
+
+    passage: str
+    losses: torch.Tensor
+    induction: torch.Tensor
+
+    @property
+    def first(self) -> float:
+        return self.losses[: len(self.passage) - 1].mean().item()
+
+    @property
+    def second(self) -> float:
+        return self.losses[len(self.passage) :].mean().item()
+
+
+@torch.no_grad()
+def repeat_test(model: GPTModel, passage: str) -> RepeatTest:
+    """Run ``model`` on ``passage + passage`` and measure both copies and every head."""
+    period = len(passage)
+    if not 3 <= period <= model.cfg.context_length // 2:
+        raise ValueError(
+            f"the passage has {period} characters; twice it must fit the context of "
+            f"{model.cfg.context_length}, and it needs at least 3."
+        )
+    ids = tokenizer().encode_tensor(passage + passage)[None]  # (1, 2 * period)
+    losses = F.cross_entropy(model(ids)[0, :-1], ids[0, 1:], reduction="none")
+    targets = repeat_targets(2 * period, period)
+    induction = torch.stack([target_score(w, targets) for w in model.attention_weights()])
+    return RepeatTest(passage, losses, induction)
+
+
+def held_out_passages(num: int, length: int, seed: int = 0) -> list[str]:
+    """``num`` passages of ``length`` characters from random places in the held-out plays."""
+    text = load_corpus().held_out_text
+    gen = torch.Generator().manual_seed(seed)
+    starts = torch.randint(0, len(text) - length, (num,), generator=gen).tolist()
+    return [text[s : s + length] for s in starts]
 
 
 @torch.no_grad()
@@ -440,6 +517,12 @@ def train_main(argv: list[str]) -> int:
     parser.add_argument("--config", choices=sorted(LM_CONFIGS), default="default")
     parser.add_argument("--steps", type=int, help="training steps (default: the config's)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--repeat-share",
+        type=float,
+        help="share of training windows that repeat a passage, 0 to 1 (default: the config's; "
+        "0 trains on plain text only, and the model grows no induction heads)",
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--device", choices=["cpu", "cuda", "mps"], default="cpu")
     parser.add_argument("--checkpoint", type=Path, help="save progress here every eval")
@@ -449,6 +532,10 @@ def train_main(argv: list[str]) -> int:
     torch.set_num_threads(args.threads)
     cfg = LM_CONFIGS[args.config]
     cfg = replace(cfg, steps=args.steps or cfg.steps, seed=args.seed)
+    if args.repeat_share is not None:
+        if not 0 <= args.repeat_share <= 1:
+            parser.error(f"--repeat-share is a share from 0 to 1, got {args.repeat_share}.")
+        cfg = replace(cfg, repeat_share=args.repeat_share)
     if args.resume and (args.checkpoint is None or not args.checkpoint.exists()):
         parser.error("--resume continues from --checkpoint FILE, an existing checkpoint file.")
     try:

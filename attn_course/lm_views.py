@@ -19,7 +19,6 @@ import torch
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from .blocks import TransformerBlock
 from .generation import GPTModel
 from .model_views import CMAP, LabelledHeatmap
 from .text_heads import text_head_scores
@@ -31,7 +30,6 @@ __all__ = [
     "describe",
     "LineCanvas",
     "show_char",
-    "attention_weights",
     "draw_text_heads",
 ]
 
@@ -122,18 +120,6 @@ class LineView:
     note: str
 
 
-def attention_weights(model: GPTModel) -> torch.Tensor:
-    """(num_layers, b, num_heads, num_tokens, num_tokens): every block's weights of the last
-    forward pass of a ``GPTModel``."""
-    weights = []
-    for block in model.trf_blocks:
-        assert isinstance(block, TransformerBlock)  # (nn.ModuleList yields Modules)
-        if not isinstance(block.att.attn_weights, torch.Tensor):
-            raise ValueError("run the model on some tokens first: model(tokens).")
-        weights.append(block.att.attn_weights)
-    return torch.stack(weights)
-
-
 @torch.no_grad()
 def read_line(settings: LineSettings, model: GPTModel, tokenizer: CharTokenizerLike) -> LineView:
     """Run ``model`` on ``settings.text`` and collect what the picture needs.
@@ -157,7 +143,7 @@ def read_line(settings: LineSettings, model: GPTModel, tokenizer: CharTokenizerL
     probs = torch.softmax(model(x)[0, -1], dim=-1)  # (vocab_size,): after the last character
     top = probs.topk(min(TOP, probs.numel()))
     chars = tokenizer.decode(ids)
-    weights = attention_weights(model)  # (num_layers, 1, num_heads, n, n)
+    weights = model.attention_weights()  # (num_layers, 1, num_heads, n, n)
     if len(ids) >= 2:
         all_scores = text_head_scores(weights, chars)
         scores = {k: float(v[settings.layer, settings.head]) for k, v in all_scores.items()}

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from attn_course.blocks import BlockConfig
-from attn_course.generation import GPTModel, generate
+from attn_course.generation import GPTConfig, GPTModel, generate
 from attn_course.lm import pretrained_lm, tokenizer
 
 WIDE = BlockConfig(d_model=256, context_length=1024, num_heads=4, dropout=0.0, num_layers=4)
@@ -98,7 +98,7 @@ def main() -> None:
     )  # fmt: skip
 
     torch.manual_seed(123)
-    wide = GPTModel(WIDE, WIDE_VOCAB).eval()
+    wide = GPTModel(GPTConfig.from_block(WIDE, WIDE_VOCAB)).eval()
     prompt = torch.randint(0, WIDE_VOCAB, (1, WIDE_PROMPT))
     speedups = report(
         f"2. random weights, d_model {WIDE.d_model}, {WIDE.num_layers} layers, context "

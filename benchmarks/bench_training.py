@@ -10,7 +10,8 @@ Shakespeare (`train shakespeare`, lectures 09-11): prints the recorded run that 
 shipped weights (benchmarks/shakespeare_run.json: wall and CPU time, load average, its curve),
 then measures the shipped model now: the held-out loss on the 3 held-out plays (target
 <= 1.65 nats per character), the real-word fraction of text sampled at temperature 0.8
-(target >= 85 %), and the weights file's size (target <= 5 MB). `--retrain-shakespeare`
+(target >= 85 %), the weights file's size (target <= 5 MB), and in-context learning: the loss
+on held-out passages read twice, and the best induction head. `--retrain-shakespeare`
 trains the default config again and times it (about 10 CPU-minutes); `--small` times the
 notebook's small config (target <= 60 s); `--gqa` prints the held-out loss of the model with
 its key/value heads mean-pooled into fewer groups, before and after a short uptraining, next to
@@ -38,8 +39,10 @@ from attn_course.generation_metrics import real_word_fraction
 from attn_course.lm import (
     gqa_table,
     held_out_loss,
+    held_out_passages,
     pretrained_lm,
     print_gqa_table,
+    repeat_test,
     sample,
     train_lm,
     training_words,
@@ -118,6 +121,15 @@ def bench_shakespeare(retrain: bool, small: bool, gqa: bool) -> None:
     print(
         f"  real words at temperature 0.8: {words:.1%} of the words of {len(PROMPTS)} x 500 "
         f"sampled characters; target >= {LM_WORDS_TARGET:.0%}: {verdict(words >= LM_WORDS_TARGET)}"
+    )
+    tests = [repeat_test(model, passage) for passage in held_out_passages(12, 64)]
+    induction = torch.stack([t.induction for t in tests]).mean(dim=0)  # (num_layers, num_heads)
+    layer, head = divmod(int(induction.argmax()), induction.shape[1])
+    first, second = sum(t.first for t in tests) / 12, sum(t.second for t in tests) / 12
+    print(
+        f"  12 held-out passages of 64 characters, each read twice: first copy {first:.3f}, "
+        f"second copy {second:.3f} nats/char (lower on {sum(t.second < t.first for t in tests)} "
+        f"of 12); best induction head L{layer} H{head}, score {induction.max():.2f}"
     )
     print(
         "  sample (seed 0):\n    " + sample(model, PROMPTS[0], 200, 0.8, 0).replace("\n", "\n    ")

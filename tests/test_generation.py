@@ -7,7 +7,7 @@ import torch
 
 from attn_course.attention import MultiHeadAttention, causal_mask, sliding_window_mask
 from attn_course.blocks import BlockConfig, count_parameters
-from attn_course.generation import GPTModel, KVCache, attend_cached, generate
+from attn_course.generation import GPTConfig, GPTModel, KVCache, attend_cached, generate
 from attn_course.gqa import (
     PUBLISHED_CONFIGS,
     GroupedQueryAttention,
@@ -22,7 +22,7 @@ VOCAB = 50
 
 def model(num_kv_groups: int | None = None, seed: int = 0) -> GPTModel:
     torch.manual_seed(seed)
-    return GPTModel(CFG, VOCAB, num_kv_groups=num_kv_groups).eval()
+    return GPTModel(GPTConfig.from_block(CFG, VOCAB, num_kv_groups)).eval()
 
 
 @pytest.mark.parametrize("num_kv_groups", [None, 4, 2, 1])
@@ -165,7 +165,7 @@ def test_published_cache_sizes():
 def test_gpt2_small_parameter_count_on_meta():
     cfg = BlockConfig(d_model=768, context_length=1024, num_heads=12, qkv_bias=True)
     with torch.device("meta"):
-        gpt2 = GPTModel(cfg, vocab_size=50257)
+        gpt2 = GPTModel(GPTConfig.from_block(cfg, vocab_size=50257))
     # 124,439,808: the published GPT-2 small size, output head tied to the token embedding.
     assert count_parameters(gpt2) - gpt2.out_head.weight.numel() == 124_439_808
 

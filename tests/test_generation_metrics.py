@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attn_course.blocks import BlockConfig
-from attn_course.generation import GPTModel
+from attn_course.generation import GPTConfig, GPTModel
 from attn_course.generation_metrics import (
     compare_strategies,
     distinct_n,
@@ -63,7 +63,7 @@ class Letters:
 def test_compare_strategies_scores_each_strategy_on_the_same_prompts():
     torch.manual_seed(0)
     cfg = BlockConfig(d_model=16, context_length=32, num_heads=2, dropout=0.0, num_layers=1)
-    model = GPTModel(cfg, 20).eval()
+    model = GPTModel(GPTConfig.from_block(cfg, 20)).eval()
     strategies = {"greedy": {"temperature": 0.0}, "hot": {"temperature": 5.0}}
     rows = compare_strategies(model, Letters(), ["abc", "ba"], set(), (0, 1), 40, strategies)
     assert [row.name for row in rows] == ["greedy", "hot"]

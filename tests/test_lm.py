@@ -17,8 +17,10 @@ from attn_course.generation import GPTConfig, GPTModel
 from attn_course.lm import (
     LM_CONFIGS,
     LMTrainConfig,
+    _windows,
     evaluate_text,
     pool_kv_heads,
+    repeat_test,
     resolve_device,
     tokenizer,
     train_lm,
@@ -104,16 +106,16 @@ def test_the_books_key_names_are_refused_with_the_conversion(config):
     assert f"{config.__name__}.from_llms_from_scratch(cfg)" in message
 
 
-def test_block_config_and_vocab_size_build_the_same_gpt_config():
+def test_a_gpt_config_from_a_block_config_and_a_vocabulary():
     block = BlockConfig(d_model=16, context_length=8, num_heads=2, num_layers=2)
-    model = GPTModel(block, 30, num_kv_groups=1)
-    assert model.cfg == GPTConfig(
+    cfg = GPTConfig.from_block(block, 30, num_kv_groups=1)
+    assert cfg == GPTConfig(
         d_model=16, context_length=8, num_heads=2, num_layers=2, vocab_size=30, num_kv_groups=1
     )
-    with pytest.raises(ValueError, match="needs vocab_size"):
-        GPTModel(block)
-    with pytest.raises(ValueError, match="pass it alone"):
-        GPTModel(model.cfg, 30)
+    with pytest.raises(
+        TypeError, match=r"got BlockConfig; from a BlockConfig: GPTConfig\.from_block"
+    ):
+        GPTModel(block)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="num_kv_groups=3"):
         GPTConfig(num_heads=4, d_model=16, num_kv_groups=3)
 
@@ -199,6 +201,44 @@ def test_evaluate_text_is_the_mean_cross_entropy_per_character():
         evaluate_text(model, "Café")
     with pytest.raises(ValueError, match="at least 2 characters"):
         evaluate_text(model, "A")
+
+
+def test_repeat_windows_repeat_a_passage_of_the_text_and_the_rest_are_plain():
+    data = torch.arange(1000)  # every token distinct: a window's origin is readable
+    gen = torch.Generator().manual_seed(0)
+    windows = _windows(data, 400, 32, gen, repeat_share=0.25)  # (400, 33)
+    plain = (windows.diff(dim=1) == 1).all(dim=1)  # consecutive tokens of the text
+    assert 0.15 < 1 - plain.float().mean() < 0.35
+    for window in windows[~plain]:
+        period = int((window == window[0]).nonzero()[1])  # where the passage starts again
+        assert 8 <= period <= 16
+        assert (window.diff()[: period - 1] == 1).all()  # the passage is a piece of the text
+        assert torch.equal(window[period:], window[: len(window) - period])  # then repeats
+    gen = torch.Generator().manual_seed(0)
+    assert (_windows(data, 50, 32, gen).diff(dim=1) == 1).all()  # repeat_share 0: all plain
+
+
+def test_repeat_test_splits_the_two_copies_and_scores_every_head():
+    model = _model()
+    passage = "KING:\nWhat say"  # 14 characters, twice = 28 <= 32
+    result = repeat_test(model, passage)
+    ids = tokenizer().encode_tensor(passage * 2)
+    losses = F.cross_entropy(model(ids[None, :-1])[0], ids[1:], reduction="none")
+    torch.testing.assert_close(result.losses, losses)
+    assert result.first == pytest.approx(losses[:13].mean().item())
+    assert result.second == pytest.approx(losses[14:].mean().item())
+    assert (
+        result.induction.shape == (2, 4)
+        and ((result.induction >= 0) & (result.induction <= 1)).all()
+    )
+    with pytest.raises(ValueError, match="twice it must fit the context of 32"):
+        repeat_test(model, "x" * 17)
+
+
+def test_repeat_share_option_is_checked(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "shakespeare", "--repeat-share", "1.5"])
+    assert "--repeat-share is a share from 0 to 1, got 1.5" in capsys.readouterr().err
 
 
 def test_pooling_heads_that_are_equal_within_a_group_changes_nothing():

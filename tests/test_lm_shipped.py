@@ -13,7 +13,13 @@ from support import ROOT
 from attn_course.__main__ import main
 from attn_course.blocks import count_parameters
 from attn_course.corpus import load_corpus
-from attn_course.lm import evaluate_text, held_out_loss, pretrained_lm
+from attn_course.lm import (
+    evaluate_text,
+    held_out_loss,
+    held_out_passages,
+    pretrained_lm,
+    repeat_test,
+)
 
 WEIGHTS = resources.files("attn_course") / "weights" / "shakespeare.pt"
 
@@ -33,6 +39,17 @@ def test_held_out_loss_on_a_sample_of_the_held_out_plays():
     loss = evaluate_text(pretrained_lm(), sample)
     assert loss <= 1.65  # chance (uniform over 75 characters) is ln 75 = 4.32
     assert loss < 0.4 * math.log(75)
+
+
+def test_it_learns_in_context_on_a_repeated_held_out_passage():
+    """Olsson et al.'s test: every passage costs less the second time, and a head puts most of
+    its weight on the character after the earlier occurrence (an induction head)."""
+    model = pretrained_lm()
+    tests = [repeat_test(model, p) for p in held_out_passages(8, 64, seed=5)]
+    assert all(t.second < 0.5 * t.first for t in tests)
+    induction = torch.stack([t.induction for t in tests]).mean(dim=0)  # (num_layers, num_heads)
+    assert induction.max() > 0.4
+    assert (induction > 0.4).sum() <= 2  # one or two induction heads, not every head
 
 
 def test_evaluate_command(tmp_path, capsys):

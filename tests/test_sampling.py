@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attn_course.blocks import BlockConfig
-from attn_course.generation import GPTModel, generate
+from attn_course.generation import GPTConfig, GPTModel, generate
 from attn_course.sampling import (
     apply_temperature,
     sample_next,
@@ -138,7 +138,7 @@ def tiny_model(context_length: int = 16) -> GPTModel:
     cfg = BlockConfig(
         d_model=32, context_length=context_length, num_heads=4, dropout=0.0, num_layers=2
     )
-    return GPTModel(cfg, 20).eval()
+    return GPTModel(GPTConfig.from_block(cfg, 20)).eval()
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,6 @@ from ...corpus import load_corpus
 from ...generation import GPTModel
 from ...head_scores import diagonal_score, first_token_score, previous_token_score
 from ...lm import pretrained_lm, tokenizer
-from ...lm_views import attention_weights
 from ...sampling import sampling_probabilities, top_p_filter
 from ..expect import call_pure, expect_close, randn, seeded
 from ..hints import HINTS
@@ -250,7 +249,7 @@ def check_find_previous_char_head(func: Callable[..., object]) -> str:
         ids = torch.tensor([tokenizer().encode(passage)])  # (1, num_tokens)
         with torch.no_grad():
             model(ids)
-        weights = attention_weights(model)  # (num_layers, 1, num_heads, n, n)
+        weights = model.attention_weights()  # (num_layers, 1, num_heads, n, n)
         scores = {
             "previous": torch.stack([previous_token_score(w) for w in weights]),
             "diagonal": torch.stack([diagonal_score(w) for w in weights]),

@@ -32,7 +32,7 @@ ATTACKS = {
     "patch_api": (
         [
             "import attn_course.grading.api as _a, attn_course.grading.verdicts as _v\n"
-            "_v.run_check = lambda spec, obj, local=True: _a.CheckResult(spec.id, 'passed', '')\n"
+            "_v.run_check = lambda spec, obj, *rest: _a.CheckResult(spec.id, 'passed', '')\n"
             "_a.check = lambda i, o: print(f'✔ {i}: passed')"
         ],
         [],

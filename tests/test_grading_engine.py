@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from attn_course.grading import CheckFailed, CheckResult, Status, api, check, register
-from attn_course.grading.agent import ANSWERS, OFFICIAL_ENV
+from attn_course.grading.agent import ANSWERS
+from attn_course.grading.context import OFFICIAL_ENV, OUTPUT_LIMIT
 from attn_course.grading.registry import CHECKS
 from attn_course.grading.result import NotebookReport
-from attn_course.grading.verdicts import OUTPUT_LIMIT
 
 NOTEBOOK = "99_test_only"
 
@@ -319,7 +319,7 @@ def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures
 def test_a_learner_error_reads_the_same_local_or_remote():
     from attn_course.grading import agent
     from attn_course.grading.expect import learner_error
-    from attn_course.grading.remote import RemoteError
+    from attn_course.grading.remote import LearnerError
 
     def forward():
         raise RuntimeError("The size of tensor a (4) must match the size of tensor b (6)")
@@ -327,8 +327,8 @@ def test_a_learner_error_reads_the_same_local_or_remote():
     try:
         forward()
     except RuntimeError as exc:
-        local, sent = learner_error(exc), agent._exception(exc)  # what the kernel sends back
-    remote = learner_error(RemoteError(sent["ename"], sent["message"], sent["not_implemented"]))
+        local, sent = learner_error(exc), agent.describe_exception(exc)  # the kernel sends it
+    remote = learner_error(LearnerError(sent["ename"], sent["message"], sent["not_implemented"]))
     assert remote == local
     assert local is not None and local.startswith("RuntimeError: The size of tensor a")
     assert "(in forward, test_grading_engine.py line" in local

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from attn_course.grading import agent, wire
-from attn_course.grading.remote import Remote, RemoteError, Session, _to_kernel, check_reply
+from attn_course.grading.remote import LearnerError, Remote, Session, _to_kernel, check_reply
 
 DATA = {
     "none": None,
@@ -90,14 +90,14 @@ def test_the_grader_sends_a_module_whole():
 def test_an_unknown_record_is_refused_on_both_sides():
     with pytest.raises(ValueError, match="not a wire record"):
         wire.decode({"__pickle__": 1}, handle=lambda record: None)
-    with pytest.raises(RemoteError, match="malformed"):
+    with pytest.raises(LearnerError, match="malformed"):
         check_reply({"value": {"__pickle__": 1}})
 
 
 def test_an_error_record_is_read_in_one_place():
-    record = agent._exception(NotImplementedError("your code here"))
+    record = agent.describe_exception(NotImplementedError("your code here"))
     assert set(record) == set(wire.ERROR_FIELDS)
-    error = RemoteError.from_record(record)
+    error = LearnerError.from_record(record)
     assert error.ename == "NotImplementedError" and error.not_implemented
 
 

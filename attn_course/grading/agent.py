@@ -36,11 +36,20 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import wire
 from .errors import caused_by, describe_error, is_learner_file
-from .kernels import OFFICIAL_ENV, REPLY_MIME
+from .kernels import REPLY_MIME
 
 MAX_REPLY_BYTES = 60 << 20  # the grader refuses more than 64 MiB
 
-__all__ = ["OFFICIAL_ENV", "ANSWERS", "serve", "call", "module_info", "time_limit", "TimeLimit"]
+__all__ = [
+    "ANSWERS",
+    "serve",
+    "perform",
+    "call",
+    "describe_exception",
+    "module_info",
+    "time_limit",
+    "TimeLimit",
+]
 
 ANSWERS: dict[str, object] = {}  # check id -> the object the learner passed to check()
 _MISSING = {"__missing__": True}
@@ -401,12 +410,13 @@ def calls(func, batch: list[dict]) -> list[dict]:
         try:
             replies.append(call(func, tuple(item["args"]), None, **item.get("options", {})))
         except (Exception, SystemExit) as exc:
-            replies.append({"exception": _exception(exc)})
+            replies.append({"exception": describe_exception(exc)})
             break
     return replies
 
 
-def _exception(exc: BaseException) -> dict:
+def describe_exception(exc: BaseException) -> dict:
+    """The error record of an exception of the learner's code (``wire.ERROR_FIELDS``)."""
     return {
         "ename": type(exc).__name__,
         "message": describe_error(exc),
@@ -420,6 +430,14 @@ _OPS: dict[str, Callable[..., object]] = {
     "build": _op_build,
     "calls": calls,
 }
+
+
+def perform(op: str, args: list, kwargs: dict, options: dict) -> object:
+    """Run one operation of the grader's protocol (``wire.OPERATIONS``) on objects here: in a
+    grading kernel for ``serve``, in the notebook's process for ``local.LocalSession``."""
+    if op == "call":
+        return call(args[0], args[1:], kwargs, **options)
+    return _OPS[op](*args, **kwargs)
 
 
 def serve(request: str) -> None:
@@ -439,23 +457,19 @@ def serve(request: str) -> None:
         sys.setprofile(reference)
         try:
             with time_limit(limit):
-                if op == "call":
-                    value = call(args[0], args[1:], kwargs, **request_data.get("options", {}))
-                else:
-                    value = _OPS[op](*args, **kwargs)
-                value = encode(value)
+                value = encode(perform(op, args, kwargs, options))
         finally:
             sys.setprofile(previous_profile)
         reply = {"value": value}
     except TimeLimit:
         reply = {"timeout": True}
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from learner code too
-        reply = {"exception": _exception(exc)}
+        reply = {"exception": describe_exception(exc)}
     reply["package_calls"] = sorted(reference.names)
     buffer = io.BytesIO()
     torch.save(reply, buffer)
     if buffer.tell() > MAX_REPLY_BYTES:
-        reply = {"exception": _exception(ValueError("the answer is too large to send"))}
+        reply = {"exception": describe_exception(ValueError("the answer is too large to send"))}
         buffer = io.BytesIO()
         torch.save(reply, buffer)
     from IPython.display import publish_display_data

@@ -21,6 +21,7 @@ from IPython import get_ipython
 from IPython.display import display
 
 from . import agent
+from .context import OFFICIAL_ENV
 from .registry import CHECKS, load_checks
 from .result import CheckResult, Status
 from .verdicts import run_check
@@ -39,7 +40,7 @@ def check(exercise_id: str, obj: object) -> CheckResult | None:
         The ``CheckResult`` (``.status``, ``.message``, ``.verdict``); None under the
         grade command, which grades the answer in its own process.
     """
-    if os.environ.get(agent.OFFICIAL_ENV):
+    if os.environ.get(OFFICIAL_ENV):
         agent.ANSWERS[exercise_id] = obj
         return None
     spec = load_checks().get(exercise_id)

@@ -6,7 +6,8 @@ the two disagree it recomputes the reference with each classic mistake built in
 
 Every helper takes the learner's object either as itself (``check()`` in the notebook) or
 as a ``remote.Remote`` proxy (official grading: the object stays in the learner's kernel,
-only data comes back). Official grading also sets ``SALT``, a secret added to every seed,
+only data comes back), and reaches it through its session (``local.session_of``): the same
+requests and replies either way. Official grading also sets ``SALT``, a secret added to every seed,
 so the inputs cannot be known in advance.
 """
 
@@ -25,10 +26,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import agent
+from .context import SALT
 from .errors import caused_by, describe_error
 from .hints import HINTS
+from .local import session_of
 from .registry import CheckFailed
-from .remote import RemoteError, is_remote
+from .remote import LearnerError
 
 __all__ = [
     "HINTS",
@@ -56,7 +59,6 @@ __all__ = [
 
 RTOL, ATOL = 1e-4, 1e-5
 
-SALT: ContextVar[int] = ContextVar("SALT", default=0)  # official grading: a secret
 RNG_LOCK = threading.RLock()  # around every use of torch's global RNG
 
 
@@ -88,25 +90,19 @@ def rng(seed: int) -> np.random.Generator:
 
 
 def invoke(func: object, args: tuple, kwargs: dict | None = None, **options: object) -> dict:
-    """Call the learner's ``func`` where it lives; ``agent.call``'s reply (``result``, ...)."""
-    if is_remote(func):
-        return func.call(tuple(args), dict(kwargs or {}), **options)
-    return agent.call(func, tuple(args), kwargs, **options)
+    """Call the learner's ``func`` through its session; ``agent.call``'s reply (``result``...)."""
+    return session_of(func).call(func, tuple(args), kwargs, **options)
 
 
 def invoke_many(func: object, args: tuple, options: list[dict]) -> Iterator[dict]:
-    """Several calls of ``func`` on ``args`` (one round trip when remote), in order.
+    """Several calls of ``func`` on ``args`` (one request: one round trip to a kernel), in order.
 
     Yields each call's reply; the call that raised raises when its turn comes.
     """
-    if not is_remote(func):
-        for option in options:
-            yield agent.call(func, tuple(args), None, **option)
-        return
     batch = [{"args": tuple(args), "options": option} for option in options]
-    for reply in func._session.request("calls", func, batch):
+    for reply in session_of(func).request("calls", func, batch):
         if "exception" in reply:
-            raise RemoteError.from_record(reply["exception"])
+            raise LearnerError.from_record(reply["exception"])
         yield reply
 
 
@@ -120,7 +116,7 @@ def memory_grown_past(reply: dict, limit: float) -> int | None:
 def learner_error(exc: BaseException) -> str | None:
     """``"Kind: message (in func, line N: source)"`` of an exception raised by the learner's
     code, local or remote (the kernel's agent already described it the same way)."""
-    if isinstance(exc, RemoteError):
+    if isinstance(exc, LearnerError):
         return exc.message
     return None if isinstance(exc, CheckFailed) else describe_error(exc)
 
@@ -135,8 +131,8 @@ def call_pure(func: Callable, *args: object, **kwargs: object) -> object:
     """Call ``func`` and fail with a hint if it changed one of its tensor/array arguments.
 
     Module arguments may change (that is how a function fills a module's weights), and so
-    may other objects (a KV cache): after a remote call their state is copied back into
-    the grader's objects.
+    may other objects (a KV cache): their state after the call is copied back into the
+    grader's objects (where the call ran in this process, they are those objects already).
     """
     return call_pure_reply(func, args, kwargs)["result"]
 
@@ -157,9 +153,8 @@ def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **o
     for arg, after, structure in zip(inputs, reply["after"], structures, strict=True):
         if isinstance(arg, nn.Module):
             _expect_same_structure(structure, after)
-            if is_remote(func):
-                arg.load_state_dict(after["__state__"])
-        elif is_remote(func) and isinstance(after, dict) and "__vars__" in after:
+            arg.load_state_dict(after["__state__"])
+        elif isinstance(after, dict) and "__vars__" in after:
             vars(arg).update(after["__vars__"])
     afters = [a if isinstance(a, torch.Tensor | np.ndarray) else None for a in reply["after"]]
     for i, (after, old) in enumerate(zip(afters, before, strict=True)):
@@ -434,10 +429,7 @@ def build_pair(
     }
     _perturb(ref, seed)
     values = {pname: p.detach() for pname, p in ref.named_parameters()}
-    if is_remote(learner_cls):
-        built = learner_cls._session.request("build", learner_cls, args, seed, values)
-    else:
-        built = agent._op_build(learner_cls, args, seed, values)
+    built = session_of(learner_cls).request("build", learner_cls, args, seed, values)
     if not built["module"]:
         raise CheckFailed(f"{name} must subclass torch.nn.Module.")
     mine, ref_info = built["instance"], agent.module_info(ref)
@@ -489,7 +481,7 @@ def _run_ref(ref: nn.Module, args: tuple, train: bool, seed: int | None) -> torc
 
 
 def _not_implemented(exc: BaseException) -> bool:
-    return (isinstance(exc, RemoteError) and exc.not_implemented) or caused_by(
+    return (isinstance(exc, LearnerError) and exc.not_implemented) or caused_by(
         exc, NotImplementedError
     )
 
@@ -524,10 +516,8 @@ def _kept_state_hint(kept: list[str]) -> str:
 
 
 def module_info_of(module: nn.Module) -> dict:
-    """``agent.module_info`` of the learner's module, wherever it lives."""
-    if is_remote(module):
-        return module._session.request("call", agent.module_info, module)["result"]
-    return agent.module_info(module)
+    """``agent.module_info`` of the learner's module, run where the module lives."""
+    return session_of(module).call(agent.module_info, (module,), None)["result"]
 
 
 def expect_module(

@@ -30,10 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import sandbox
+from .context import OFFICIAL_ENV
 
 __all__ = [
     "CELL_TIMEOUT",
-    "OFFICIAL_ENV",
     "REPLY_MIME",
     "Kernel",
     "KernelLost",
@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 CELL_TIMEOUT = 60  # seconds a learner's cell may run (default of the grade command)
-OFFICIAL_ENV = "ATTN_COURSE_OFFICIAL"  # set in grading kernels: check() only hands answers over
 REPLY_MIME = "application/x.attn-course-reply"  # the agent's replies (display_data)
 # The folder that holds the imported attn_course/ (a clone's root, or site-packages for a
 # non-editable install): the kernel imports the grader's own package, never another copy.

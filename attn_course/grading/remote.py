@@ -5,12 +5,13 @@
 stays in the kernel: calling it, building it, reading an attribute all run there; tensors,
 arrays and numbers come back by value. The checks run in the grader's process on those
 values, with the grader's references and a secret salt on every random input
-(``expect.SALT``).
+(``context.SALT``).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import time
 import zipfile
@@ -20,14 +21,22 @@ import torch
 from torch import nn
 
 from . import wire
+from .context import REQUEST_GRACE
 from .kernels import Kernel, KernelLost
+from .registry import CheckSpec
 
-__all__ = ["Kernel", "KernelLost", "Session", "Remote", "RemoteError", "RemoteTimeout", "is_remote"]
+__all__ = [
+    "Kernel",
+    "KernelLost",
+    "Session",
+    "Remote",
+    "LearnerError",
+    "RemoteTimeout",
+    "is_remote",
+]
 
-REQUEST_GRACE = 5.0  # seconds beyond the check's limit before the grader stops waiting
 
-
-class RemoteError(Exception):
+class LearnerError(Exception):
     """The learner's code raised; ``message`` points at the learner's line."""
 
     def __init__(self, ename: str, message: str, not_implemented: bool):
@@ -35,7 +44,7 @@ class RemoteError(Exception):
         self.ename, self.message, self.not_implemented = ename, message, not_implemented
 
     @classmethod
-    def from_record(cls, record: dict) -> RemoteError:
+    def from_record(cls, record: dict) -> LearnerError:
         """The error of a call that raised in the kernel (``wire.ERROR_FIELDS``)."""
         return cls(str(record["ename"]), str(record["message"]), bool(record["not_implemented"]))
 
@@ -69,8 +78,15 @@ class Session:
         self.deadline = time.monotonic() + time_limit
         self.uses_reference, self.answer_name = False, ""
 
+    def checking(
+        self, spec: CheckSpec, obj: object, time_limit: float
+    ) -> contextlib.AbstractContextManager[None]:
+        """What guards a check of an object in the kernel, here: nothing. The kernel applies
+        each request's time limit (``agent.serve``), and the inputs are salted."""
+        return contextlib.nullcontext()
+
     def request(self, op: str, *args: object, **extra: Any) -> Any:
-        """Run ``op`` in the kernel; the decoded value, or RemoteError / RemoteTimeout.
+        """Run ``op`` in the kernel; the decoded value, or LearnerError / RemoteTimeout.
 
         The value is whatever data the kernel sent back (``Any``, in the shapes
         ``check_reply`` allows): the caller knows the shape its ``op`` returns and checks
@@ -104,8 +120,21 @@ class Session:
         if reply.get("timeout"):
             raise RemoteTimeout
         if "exception" in reply:
-            raise RemoteError.from_record(reply["exception"])
+            raise LearnerError.from_record(reply["exception"])
         return self.decode(reply["value"])
+
+    def call(self, func: object, args: tuple, kwargs: dict | None, **options: object) -> dict:
+        """The agent's call reply for ``func(*args, **kwargs)``: ``result``, ``after`` (the
+        arguments), ``sdpa_calls``... ``peak_memory=True`` adds ``peak_memory``: the bytes
+        the kernel's memory grew by during the call, measured from here, outside the
+        learner's reach."""
+        measure = options.pop("peak_memory", False)
+        if measure:
+            self.kernel.reset_peak_memory()
+        reply = self.request("call", func, *args, kwargs=kwargs or {}, options=options)
+        if measure and isinstance(reply, dict):
+            reply["peak_memory"] = self.kernel.peak_memory()
+        return reply
 
     def resolve(self, check_id: str) -> object:
         """The object the learner passed to ``check(check_id, ...)``; KeyError if none."""
@@ -138,8 +167,8 @@ _DTYPES = {
 }
 
 
-def _malformed(why: str) -> RemoteError:
-    return RemoteError("GradingError", f"the kernel sent a malformed answer: {why}", False)
+def _malformed(why: str) -> LearnerError:
+    return LearnerError("GradingError", f"the kernel sent a malformed answer: {why}", False)
 
 
 def read_reply(text: object) -> dict:
@@ -168,7 +197,7 @@ def read_reply(text: object) -> dict:
 
 
 def check_reply(reply: object) -> None:
-    """RemoteError unless ``reply`` is exactly what ``agent.serve`` sends: exact types, no
+    """LearnerError unless ``reply`` is exactly what ``agent.serve`` sends: exact types, no
     extra keys, tensors plain, dense and on the CPU, a bounded tree."""
     if type(reply) is not dict or not set(reply) <= {
         "value",
@@ -307,22 +336,7 @@ class Remote:
         return self._session.request("getattr", self, name)
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        return self.call(args, kwargs)["result"]
-
-    def call(self, args: tuple, kwargs: dict, **options: object) -> dict:
-        """The agent's call reply: ``result``, ``after`` (the arguments), ``sdpa_calls``...
-
-        ``peak_memory=True`` adds ``peak_memory``: the bytes the kernel's memory grew by
-        during the call, measured from here, outside the learner's reach.
-        """
-        kernel = self._session.kernel
-        measure = options.pop("peak_memory", False)
-        if measure:
-            kernel.reset_peak_memory()
-        reply = self._session.request("call", self, *args, kwargs=kwargs, options=options)
-        if measure and isinstance(reply, dict):
-            reply["peak_memory"] = kernel.peak_memory()
-        return reply
+        return self._session.call(self, args, kwargs)["result"]
 
     def __repr__(self) -> str:
         return f"<learner's {self._info.get('kind')} {self.__name__}>"

@@ -34,11 +34,11 @@ from pathlib import Path
 import torch
 
 from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
-from .expect import SALT
+from .context import OFFICIAL_TIME_FACTOR, REQUEST_GRACE, SALT
 from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
 from .notebooks import Notebook, notebook_id, read_notebook
 from .registry import CHECKS, checks_for, load_checks
-from .remote import REQUEST_GRACE, RemoteError, RemoteTimeout, Session
+from .remote import LearnerError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
 from .verdicts import run_check
 
@@ -54,9 +54,6 @@ NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
 MAX_KERNELS = 4  # kernels one notebook may use (the first plus replacements)
 REPLACE_MIN_SECONDS = 10  # a kernel is replaced only with this much of the notebook's time left
 STARTS_SECONDS = 60  # of a notebook's time, for starting its kernels
-# A check's registered time limit is for the learner's code; here every call also crosses
-# to the kernel and back, on a machine that grades several notebooks at once.
-OFFICIAL_TIME_FACTOR = 3.0
 _CELL_TIMEOUT_NAME = "CellTimeout"
 
 
@@ -227,10 +224,10 @@ def _grade_one(spec, notebook: Notebook, run: _Execution, salt: int) -> CheckRes
     token = SALT.set(salt)
     try:
         obj = session.resolve(spec.id)
-        result = run_check(spec, obj, local=False, time_limit=limit)
+        result = run_check(spec, obj, session, time_limit=limit)
     except KeyError:
         return _unreported(spec.id, notebook, run)
-    except (RemoteError, RemoteTimeout) as exc:
+    except (LearnerError, RemoteTimeout) as exc:
         return CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
     finally:
         SALT.reset(token)

@@ -7,16 +7,20 @@ in the grader's process (``runner.py``), never in the learner's kernel. The name
 imported on first use (torch loads then), so the grade command starts kernels first.
 
 The package in three layers. The checks import only the check library; the library calls
-learner code through the engine's ``agent`` (in the notebook) or ``remote`` (in the grade
-command); the engine finds the checks through ``registry`` and runs them in ``verdicts``:
+learner code through the object's session (``local.session_of``): ``local`` in the notebook,
+``remote`` in the grade command, one interface; the engine finds the checks through
+``registry`` and runs them in ``verdicts``:
 
-1. The engine. ``wire`` (the message format, written once), ``agent`` (runs in the
-   learner's kernel and answers requests), ``kernels`` and ``sandbox`` (kernels started in
-   bubblewrap), ``remote`` (the grader's proxies for the learner's objects and the strict
-   reply schema), ``verdicts`` (``run_check``: a check's outcome as a verdict),
-   ``notebooks`` (a submission read as JSON), ``runner`` (one notebook: cells, then checks),
-   ``intake``, ``seal``, ``roster``, ``export``, ``feedback``, ``escape`` (a class),
-   ``cli`` (the ``grade`` command) and ``api`` (``check()`` in a notebook).
+1. The engine. ``context`` (what differs between ``check()`` and a grade run: the official
+   flag, the seed salt, time limits), ``wire`` (the message format, written once), ``agent``
+   (the operations on learner objects; in a grading kernel it answers the grader's
+   requests), ``local`` (``check()``'s session: the agent's operations in this process),
+   ``kernels`` and ``sandbox`` (kernels started in bubblewrap), ``remote`` (the grader's
+   session and proxies for the learner's objects, and the strict reply schema), ``verdicts``
+   (``run_check``: a check's outcome as a verdict), ``notebooks`` (a submission read as
+   JSON), ``runner`` (one notebook: cells, then checks), ``intake``, ``seal``, ``roster``,
+   ``export``, ``feedback``, ``escape`` (a class), ``cli`` (the ``grade`` command) and
+   ``api`` (``check()`` in a notebook).
 2. The check library: ``expect`` (seeded inputs, calling learner code, comparisons, the
    module suite), ``shared_checks`` (checks several notebooks share), ``hints``,
    ``registry``, ``errors``.

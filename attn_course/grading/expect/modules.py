@@ -1,331 +1,38 @@
-"""Comparison helpers shared by the checks: seeded inputs, tensor comparisons, mistake variants.
+"""The module suite: everything the lectures teach about a module, checked on one instance.
 
-A check compares the learner's object with the package's reference on seeded inputs. When
-the two disagree it recomputes the reference with each classic mistake built in
-(``attention_mistakes``) and names the mistake whose result matches the learner's.
-
-Every helper takes the learner's object either as itself (``check()`` in the notebook) or
-as a ``remote.Remote`` proxy (official grading: the object stays in the learner's kernel,
-only data comes back), and reaches it through its session (``local.session_of``): the same
-requests and replies either way. Official grading also sets ``SALT``, a secret added to every seed,
-so the inputs cannot be known in advance.
+``build_pair`` builds the learner's and the reference module with the same weights;
+``expect_module`` compares outputs over calls of two lengths, a repeated eval call, the
+gradients, dropout judged by what it means (``expect_dropout``) and the module moved to the
+``meta`` device (``expect_on_meta``); ``expect_like_reference`` does both for a class.
 """
 
 from __future__ import annotations
 
 import inspect
-import numbers
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import agent
-from .context import SALT
-from .errors import caused_by, describe_error
-from .hints import HINTS
-from .local import session_of
-from .registry import CheckFailed
-from .remote import LearnerError
+from .. import agent
+from ..hints import HINTS
+from ..local import session_of
+from ..registry import CheckFailed
+from .calling import _explain_forward_error, _not_implemented, invoke, invoke_many, learner_error
+from .compare import ATOL, RTOL, _close_gradient, _describe, close, expect_close
+from .inputs import RNG_LOCK, randn, salted, seeded
 
 __all__ = [
-    "HINTS",
-    "SALT",
-    "seeded",
-    "salted",
-    "randn",
-    "rng",
-    "invoke",
-    "invoke_many",
-    "call_pure",
-    "call_pure_reply",
-    "call_explained",
-    "learner_error",
-    "expect_module",
-    "expect_like_reference",
-    "close",
-    "expect_close",
-    "expect_answer",
-    "expect_pair",
-    "expect_function_gradients",
     "build_pair",
-    "attention_mistakes",
+    "module_info_of",
+    "expect_module",
+    "expect_dropout",
+    "expect_on_meta",
+    "expect_like_reference",
 ]
-
-RTOL, ATOL = 1e-4, 1e-5
-
-RNG_LOCK = threading.RLock()  # around every use of torch's global RNG
-
-
-@contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Run the block with torch's global RNG seeded, then restore the learner's RNG state.
-
-    Holds ``RNG_LOCK``: the grade command runs checks of several notebooks in threads.
-    """
-    with RNG_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
-
-
-def salted(seed: int) -> int:
-    """``seed`` plus the grading run's secret (0 in the notebook)."""
-    return seed + SALT.get()
-
-
-def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Standard-normal tensor from a private generator (the global RNG is untouched)."""
-    generator = torch.Generator().manual_seed(salted(seed))
-    return torch.randn(*shape, generator=generator, dtype=dtype)
-
-
-def rng(seed: int) -> np.random.Generator:
-    """A NumPy generator for the inputs of the NumPy exercises (salted like ``randn``)."""
-    return np.random.default_rng(salted(seed))
-
-
-def invoke(func: object, args: tuple, kwargs: dict | None = None, **options: object) -> dict:
-    """Call the learner's ``func`` through its session; ``agent.call``'s reply (``result``...)."""
-    return session_of(func).call(func, tuple(args), kwargs, **options)
-
-
-def invoke_many(func: object, args: tuple, options: list[dict]) -> Iterator[dict]:
-    """Several calls of ``func`` on ``args`` (one request: one round trip to a kernel), in order.
-
-    Yields each call's reply; the call that raised raises when its turn comes.
-    """
-    batch = [{"args": tuple(args), "options": option} for option in options]
-    for reply in session_of(func).request("calls", func, batch):
-        if "exception" in reply:
-            raise LearnerError.from_record(reply["exception"])
-        yield reply
-
-
-def memory_grown_past(reply: dict, limit: float) -> int | None:
-    """The bytes the learner's kernel grew by during a ``peak_memory=True`` call, when at
-    least ``limit``; else None (also where nothing was measured: a local check)."""
-    grown = reply.get("peak_memory")
-    return grown if isinstance(grown, int) and grown >= limit else None
-
-
-def learner_error(exc: BaseException) -> str | None:
-    """``"Kind: message (in func, line N: source)"`` of an exception raised by the learner's
-    code, local or remote (the kernel's agent already described it the same way)."""
-    if isinstance(exc, LearnerError):
-        return exc.message
-    return None if isinstance(exc, CheckFailed) else describe_error(exc)
-
-
-def _snapshot(value: object) -> object:
-    if isinstance(value, torch.Tensor | np.ndarray):
-        return value.clone() if isinstance(value, torch.Tensor) else value.copy()
-    return None
-
-
-def call_pure(func: Callable, *args: object, **kwargs: object) -> object:
-    """Call ``func`` and fail with a hint if it changed one of its tensor/array arguments.
-
-    Module arguments may change (that is how a function fills a module's weights), and so
-    may other objects (a KV cache): their state after the call is copied back into the
-    grader's objects (where the call ran in this process, they are those objects already).
-    """
-    return call_pure_reply(func, args, kwargs)["result"]
-
-
-def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **options) -> dict:
-    """``call_pure`` returning ``agent.call``'s whole reply (``options`` go to the call).
-
-    A module argument must come back with the same parameters and buffers (names and
-    shapes) and no forward hooks: only its values may change. The check reads the module's
-    state, which is all the grade command gets back from the learner's kernel, so a
-    replaced submodule or a hook is refused here, in the notebook and in the grade alike.
-    """
-    kwargs = kwargs or {}
-    inputs = list(args) + list(kwargs.values())
-    before = [_snapshot(a) for a in inputs]
-    structures = [_structure(a.state_dict()) if isinstance(a, nn.Module) else {} for a in inputs]
-    reply = invoke(func, args, kwargs, **options)
-    for arg, after, structure in zip(inputs, reply["after"], structures, strict=True):
-        if isinstance(arg, nn.Module):
-            _expect_same_structure(structure, after)
-            arg.load_state_dict(after["__state__"])
-        elif isinstance(after, dict) and "__vars__" in after:
-            vars(arg).update(after["__vars__"])
-    afters = [a if isinstance(a, torch.Tensor | np.ndarray) else None for a in reply["after"]]
-    for i, (after, old) in enumerate(zip(afters, before, strict=True)):
-        if old is not None and not _same(after, old):
-            raise CheckFailed(
-                f"your function changed its input tensor in place (argument {i + 1}); "
-                "work on new tensors (e.g. x = x / s instead of x /= s, masked_fill instead "
-                "of masked_fill_ on an input)."
-            )
-    return reply
-
-
-def _structure(state: dict) -> dict[str, tuple[int, ...]]:
-    return {name: tuple(value.shape) for name, value in state.items()}
-
-
-def _expect_same_structure(want: dict, after: dict) -> None:
-    """The module a function changed (``agent._after``) kept its structure and has no hooks."""
-    if after["__hooks__"]:
-        raise CheckFailed(
-            "your function registered a forward hook on the model: change the weights "
-            "themselves instead (a hook is not part of the model's state: it is lost when the "
-            "model is saved and loaded, and it is not what the lecture does)."
-        )
-    got = _structure(after["__state__"])
-    if got != want:
-        raise CheckFailed(
-            "copy the values into the module's existing parameters (with torch.no_grad(): "
-            "weight[...] = 0.0 or weight.copy_(...)); do not replace its submodules or "
-            "parameters (e.g. out_proj = nn.Identity()): "
-            + _difference(sorted(want.keys() - got.keys()), sorted(got.keys() - want.keys()))
-        )
-
-
-def _difference(missing: list[str], extra: list[str]) -> str:
-    parts = [f"{label} {names}" for label, names in (("missing", missing), ("new", extra)) if names]
-    return (", ".join(parts) or "parameter shapes changed") + "."
-
-
-# Words of an error the learner's code raises -> the hint that explains it.
-ERROR_HINTS = {
-    ("leaf Variable", "requires grad"): "no_grad_in_place",
-    ("contiguous", "view size"): "view_not_contiguous",
-}
-
-
-# Words of an error raised in a module's forward (all of them, the learner's line included)
-# -> the hint that explains it.
-FORWARD_ERROR_HINTS = {
-    ("must match the size of tensor", "mask"): "mask_not_sliced",
-    ("view size is not compatible",): "view_not_contiguous",
-    ("shape '[", "is invalid for input of size"): "view_sizes",
-    ("shapes cannot be multiplied",): "linear_width",
-}
-
-
-def _explain_forward_error(label: str, exc: BaseException) -> None:
-    """Fail with a hint when the learner's forward raised an error ``FORWARD_ERROR_HINTS``
-    knows; otherwise return (the error stands as it is)."""
-    error = learner_error(exc)
-    for words, name in FORWARD_ERROR_HINTS.items():
-        if error and all(word in error for word in words):
-            raise CheckFailed(f"{label}: {error}. {HINTS[name]}") from None
-
-
-def call_explained(func: Callable, *args: object) -> object:
-    """``call_pure``; an error of the learner's code that ``ERROR_HINTS`` knows fails the
-    check with that hint (the code is called as the learner calls it, e.g. without
-    ``torch.no_grad()``)."""
-    try:
-        return call_pure(func, *args)
-    except Exception as exc:
-        error = learner_error(exc) or ""
-        for words, name in ERROR_HINTS.items():
-            if any(word in error for word in words):
-                raise CheckFailed(HINTS[name]) from None
-        raise
-
-
-def _same(after: object, old: object) -> bool:
-    after = after.detach() if isinstance(after, torch.Tensor) else after
-    old = old.detach() if isinstance(old, torch.Tensor) else old
-    return np.array_equal(np.asarray(after), np.asarray(old), equal_nan=True)
-
-
-def close(got: object, want: torch.Tensor) -> bool:
-    """Same shape and values (NaN matches NaN), within the checks' float tolerance."""
-    got = torch.as_tensor(got)
-    return got.shape == want.shape and torch.allclose(
-        got.to(want.dtype), want, rtol=RTOL, atol=ATOL, equal_nan=True
-    )
-
-
-def _describe(shape: tuple[int, ...] | torch.Size) -> str:
-    return str(tuple(shape))
-
-
-def expect_close(
-    got: object,
-    want: torch.Tensor | np.ndarray,
-    what: str,
-    mistakes: dict[str, torch.Tensor] | None = None,
-    hints: dict[str, str] | None = None,
-) -> None:
-    """Fail with the most precise hint unless ``got`` equals ``want``.
-
-    Args:
-        got: the learner's result (tensor, or array when ``want`` is an array).
-        want: the reference result.
-        what: names the result in hints, e.g. "the attention weights for queries (2, 5, 4)".
-        mistakes: mistake name -> the reference result with that mistake built in.
-        hints: overrides of ``HINTS`` for this check.
-    """
-    kind = np.ndarray if isinstance(want, np.ndarray) else torch.Tensor
-    if not isinstance(got, kind):
-        raise CheckFailed(
-            f"{what}: expected a {kind.__module__}.{kind.__name__}, got {type(got).__name__}."
-        )
-    if tuple(got.shape) != tuple(want.shape):
-        raise CheckFailed(
-            f"{what}: wrong shape {_describe(got.shape)}, expected {_describe(want.shape)}."
-        )
-    if got.dtype != want.dtype:
-        mask_note = " (a boolean mask: True = hidden, not 0/1 or -inf numbers)"
-        note = mask_note if want.dtype in (torch.bool, np.bool_) else ""
-        raise CheckFailed(f"{what}: dtype {got.dtype}, expected {want.dtype}{note}.")
-    got_t, want_t = torch.as_tensor(got).detach(), torch.as_tensor(want).detach()
-    if close(got_t, want_t):
-        return
-    for name, variant in (mistakes or {}).items():
-        variant = torch.as_tensor(variant)
-        if close(got_t, variant) and not close(want_t, variant):
-            raise CheckFailed(f"{what}: {(hints or {}).get(name, HINTS.get(name, name))}")
-    if not torch.isfinite(got_t).all() and torch.isfinite(want_t).all():
-        raise CheckFailed(f"{what} {(hints or {}).get('nan', HINTS['nan'])}")
-    diff = (got_t.double() - want_t.double()).abs().nan_to_num(float("inf")).max().item()
-    raise CheckFailed(f"{what}: wrong values (largest difference {diff:.3g}).")
-
-
-def expect_pair(got: object, want: tuple, names: str) -> tuple:
-    """The learner's pair, in the reference's order; ``names`` like "(context, attn_weights)"."""
-    if not (isinstance(got, tuple | list) and len(got) == 2):
-        raise CheckFailed(f"return the pair {names}, in this order.")
-    first, second = (torch.as_tensor(g).detach() if _is_array(g) else g for g in got)
-    if _is_array(got[0]) and _is_array(got[1]):
-        wants = [torch.as_tensor(w) for w in want]
-        if close(first, wants[1]) and close(second, wants[0]) and not close(first, wants[0]):
-            raise CheckFailed(
-                f"the two results are swapped: return the pair {names}, in this order."
-            )
-    return tuple(got)
-
-
-def _is_array(value: object) -> bool:
-    return isinstance(value, torch.Tensor | np.ndarray)
-
-
-def expect_answer(answer: object, want: object, what: str, hints: dict | None = None) -> str:
-    """Compare a predicted value (an int, or a shape given as tuple/list/torch.Size)."""
-    if isinstance(want, tuple):
-        if not isinstance(answer, tuple | list | torch.Size):
-            raise CheckFailed(f"{what}: answer with a tuple of ints like (2, 3), not {answer!r}.")
-        answer = tuple(answer)
-    elif isinstance(want, int):
-        if not isinstance(answer, numbers.Integral) or isinstance(answer, bool):
-            raise CheckFailed(f"{what}: answer with one whole number (an int), not {answer!r}.")
-        answer = int(answer)  # NumPy integers too
-    if answer == want:
-        return f"{what}: {answer} is right."
-    hint = (hints or {}).get(answer)
-    raise CheckFailed(f"{what}: {answer!r} is not right. {hint or 'Recompute it step by step.'}")
 
 
 def _perturb(module: nn.Module, seed: int) -> None:
@@ -480,12 +187,6 @@ def _run_ref(ref: nn.Module, args: tuple, train: bool, seed: int | None) -> torc
     return out[0] if isinstance(out, tuple) else out
 
 
-def _not_implemented(exc: BaseException) -> bool:
-    return (isinstance(exc, LearnerError) and exc.not_implemented) or caused_by(
-        exc, NotImplementedError
-    )
-
-
 def _output(reply: dict) -> object:
     out = reply["result"]
     return out[0] if isinstance(out, tuple) and out else out
@@ -606,6 +307,8 @@ def expect_module(
 
 
 DROPOUT_DRAWS = 1024  # training-mode outputs compared, drawn at once as a batch of copies
+
+
 # A right dropout gives statistics near 1 (about 30 is a one-in-ten-million chance even
 # when every output element hangs on one random draw); the mistakes give hundreds.
 DROPOUT_THRESHOLD = 30.0
@@ -830,82 +533,3 @@ def _expect_gradients(mine_grads: dict, ref, args: tuple, label: str, seed: int)
                 "backward(): is an operation detached (.detach(), .data, torch.no_grad) or "
                 "done outside autograd (NumPy)?"
             )
-
-
-def expect_function_gradients(
-    func: Callable, args: tuple, ref_func: Callable, label: str, seed: int, count: int = 99
-) -> None:
-    """backward() through the learner's function gives the reference's gradient for every
-    float input among the first ``count`` (an answer computed under no_grad, in NumPy or
-    detached fails)."""
-    try:
-        grads = invoke(func, args, backward_seed=salted(seed))["grads"]
-    except Exception as exc:
-        error = learner_error(exc)
-        if error is None or _not_implemented(exc):
-            raise
-        raise CheckFailed(
-            f"{label}: with inputs that require gradients it raises ({error}). Change no input "
-            "in place (x /= s, acc *= rescale, masked_fill_ on an input): compute new tensors."
-        ) from None
-    want = agent.call(ref_func, args, backward_seed=salted(seed))["grads"]
-    if "error" in grads:
-        raise CheckFailed(f"{label}: backward() fails ({grads['error']}). {HINTS['no_autograd']}")
-    pairs = list(zip(grads["inputs"], want["inputs"], strict=True))[:count]
-    for i, (got, expected) in enumerate(pairs):
-        if expected is not None and (got is None or not _close_gradient(got, expected)):
-            raise CheckFailed(
-                f"{label}: the gradient of argument {i + 1} after backward() differs from the "
-                f"reference's. {HINTS['no_autograd']}"
-            )
-
-
-def _close_gradient(got: torch.Tensor, want: torch.Tensor) -> bool:
-    """Gradients sum many rounded terms: compared to 1e-3 of the largest one."""
-    atol = ATOL + 1e-3 * want.abs().max().item() if want.numel() else ATOL
-    return got.shape == want.shape and torch.allclose(got, want, rtol=RTOL, atol=atol)
-
-
-def _attend(
-    scores: torch.Tensor,
-    mask: torch.Tensor | None,
-    dim: int = -1,
-    fill: float = -torch.inf,
-) -> torch.Tensor:
-    """Plain masked softmax attention on ready scores; returns the weights (NaN rows kept)."""
-    if mask is not None:
-        scores = scores.masked_fill(mask, fill)
-    return torch.softmax(scores, dim=dim)
-
-
-def attention_mistakes(
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    mask: torch.Tensor | None = None,
-) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """Mistake name -> (context, weights) of attention computed with that mistake.
-
-    Shapes as ``attention.scaled_dot_product_attention``; ``mask`` is boolean, True = hidden.
-    """
-    d = keys.shape[-1]
-    scores = queries @ keys.transpose(-2, -1)  # (..., num_queries, num_keys)
-    weights = {
-        "no_scale": _attend(scores, mask),
-        "scale_by_d": _attend(scores / d, mask),
-        "softmax_dim": _attend(scores / d**0.5, mask, dim=-2),
-    }
-    if keys.shape == values.shape:
-        weights["keys_are_values"] = _attend(queries @ values.transpose(-2, -1) / d**0.5, mask)
-    if queries.shape == keys.shape:
-        weights["keys_queries_swapped"] = _attend((keys @ queries.transpose(-2, -1)) / d**0.5, mask)
-    if mask is not None and mask.any():
-        scaled = scores / d**0.5
-        weights["mask_lost"] = _attend(scaled, None)
-        weights["mask_inverted"] = _attend(scaled, ~mask)
-        weights["zero_fill"] = _attend(scaled, mask, fill=0.0)
-        weights["mask_after_softmax"] = _attend(scaled, None).masked_fill(mask, 0.0)
-        if scores.shape[-1] == scores.shape[-2]:
-            eye = torch.eye(scores.shape[-1], dtype=torch.bool)
-            weights["mask_diagonal"] = _attend(scaled, mask | eye)
-    return {name: (w @ values, w) for name, w in weights.items()}

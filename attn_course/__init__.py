@@ -3,9 +3,9 @@
 The layers, each importing only from the layers above it (arrows point downward):
 
 1. Maths and models, what the lectures build. Lectures 00-07: ``attention`` (the lecture
-   classes), ``numpy_attention`` (lecture 00 in NumPy), ``foundations`` (attention with no
-   weights, cross-attention), ``blocks`` (transformer components, ``BlockConfig``), ``data``
-   (example inputs), ``validation`` (a clear ValueError for bad input); lecture 08:
+   classes), ``numpy_attention`` (lecture 00 in NumPy, attention with no weights included),
+   ``blocks`` (lecture 05's transformer components, cross-attention, ``BlockConfig``),
+   ``data`` (example inputs), ``validation`` (a clear ValueError for bad input); lecture 08:
    ``positions`` (learned, sinusoidal, RoPE), ``model`` (the tiny transformer), ``tasks``,
    ``training`` (also the ``train`` command and the shipped weights), ``recordings`` (numbers
    stored while training); lectures 09-11: ``generation`` (``GPTConfig``, ``GPTModel``, the KV

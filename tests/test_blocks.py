@@ -1,4 +1,5 @@
-"""attn_course.blocks: components against torch, post-LN vs pre-LN structure, padding,
+"""attn_course.blocks: components against torch (cross-attention against
+``nn.MultiheadAttention`` with its weights copied in), post-LN vs pre-LN structure, padding,
 causality and GPT-2 parameter counts."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from attn_course.blocks import (
     EncoderLayer,
     FeedForward,
     LayerNorm,
+    MultiHeadCrossAttention,
     MultiHeadSelfAttention,
     TransformerBlock,
     count_parameters,
@@ -57,6 +59,53 @@ def test_feed_forward_shapes_and_activation(activation, reference):
     assert out.shape == (2, 3, 6) and ff.linear1.out_features == 24
     act = reference or (lambda h: F.gelu(h, approximate="tanh"))
     torch.testing.assert_close(out, ff.linear2(act(ff.linear1(x))))
+
+
+# --- cross-attention -------------------------------------------------------------------------
+
+
+def torch_copy(ours: MultiHeadCrossAttention) -> nn.MultiheadAttention:
+    """PyTorch's multi-head attention holding ``ours``'s weights."""
+    theirs = nn.MultiheadAttention(ours.d_model, ours.num_heads, dropout=0.0, batch_first=True)
+    projections = (ours.W_query, ours.W_key, ours.W_value)
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
+        theirs.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
+        theirs.out_proj.weight.copy_(ours.out_proj.weight)
+        theirs.out_proj.bias.copy_(ours.out_proj.bias)
+    return theirs.eval()
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+@pytest.mark.parametrize("padded", [False, True])
+def test_cross_attention_equals_torch_multihead_attention(num_heads, padded):
+    torch.manual_seed(0)
+    ours = MultiHeadCrossAttention(8, num_heads, dropout=0.0).eval()
+    theirs = torch_copy(ours)
+    query, key, value = torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    hidden = torch.tensor([[False, False, False, True, True], [False] * 5])  # (b, num_keys)
+    mask = hidden[:, None, None, :] if padded else None  # (b, 1, 1, num_keys), True = hidden
+    got, got_weights = ours(query, key, value, mask)
+    want, want_weights = theirs(
+        query,
+        key,
+        value,
+        key_padding_mask=hidden if padded else None,
+        average_attn_weights=False,
+    )
+    assert got.shape == (2, 3, 8) and got_weights.shape == (2, num_heads, 3, 5)
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(got_weights, want_weights, atol=1e-6, rtol=1e-5)
+    if padded:
+        assert (got_weights[0, ..., 3:] == 0).all()
+
+
+def test_cross_attention_of_one_sequence_with_itself_is_self_attention():
+    torch.manual_seed(1)
+    ours = MultiHeadCrossAttention(6, 3, dropout=0.0).eval()
+    x = torch.randn(2, 4, 6)
+    want, _ = torch_copy(ours)(x, x, x, need_weights=False)
+    torch.testing.assert_close(ours(x, x, x)[0], want, atol=1e-6, rtol=1e-5)
 
 
 # --- the post-LN encoder layer ---------------------------------------------------------------

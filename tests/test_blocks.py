@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from support import assert_causal
 from torch import nn
 
 from attn_course.attention import MultiHeadAttention, padding_mask
@@ -24,6 +25,11 @@ from attn_course.blocks import (
 )
 
 ATOL = 1e-5
+
+
+def _ln(t: torch.Tensor) -> torch.Tensor:
+    """Layer norm over the 8 features with scale 1 and shift 0 (a new LayerNorm's)."""
+    return F.layer_norm(t, (8,))
 
 
 def _zero_(linear: nn.Linear) -> None:
@@ -135,20 +141,17 @@ def test_encoder_is_post_ln_with_residuals():
     torch.manual_seed(4)
     x = torch.randn(2, 5, 8) * 3
 
-    def ln(t):
-        return F.layer_norm(t, (8,))
-
     # The formula: h = LN(x + attn(x)); out = LN(h + ffn(h)) (default scale 1, shift 0).
-    h = ln(x + layer.att(x)[0])
-    torch.testing.assert_close(layer(x), ln(h + layer.feed_forward(h)), atol=ATOL, rtol=ATOL)
+    h = _ln(x + layer.att(x)[0])
+    torch.testing.assert_close(layer(x), _ln(h + layer.feed_forward(h)), atol=ATOL, rtol=ATOL)
     # With the attention silenced the first sub-layer is the identity before its norm.
     _zero_(layer.att.out_proj)
     torch.testing.assert_close(
-        layer(x), ln(ln(x) + layer.feed_forward(ln(x))), atol=ATOL, rtol=ATOL
+        layer(x), _ln(_ln(x) + layer.feed_forward(_ln(x))), atol=ATOL, rtol=ATOL
     )
     # Both sub-layers silenced: only the residual paths and the norms remain.
     _zero_(layer.feed_forward.linear2)
-    torch.testing.assert_close(layer(x), ln(x), atol=1e-4, rtol=0)
+    torch.testing.assert_close(layer(x), _ln(x), atol=1e-4, rtol=0)
 
 
 def test_encoder_padding_mask_keeps_padded_keys_out():
@@ -191,11 +194,8 @@ def test_transformer_block_is_pre_ln():
     torch.manual_seed(8)
     x = torch.randn(2, 6, 8) * 3
 
-    def ln(t):
-        return F.layer_norm(t, (8,))
-
-    h = x + block.att(ln(x))
-    torch.testing.assert_close(block(x), h + block.ff(ln(h)), atol=ATOL, rtol=ATOL)
+    h = x + block.att(_ln(x))
+    torch.testing.assert_close(block(x), h + block.ff(_ln(h)), atol=ATOL, rtol=ATOL)
     # Both sub-layers silenced: pre-LN leaves the residual stream untouched.
     _zero_(block.att.out_proj)
     _zero_(block.ff.linear2)
@@ -205,14 +205,7 @@ def test_transformer_block_is_pre_ln():
 def test_transformer_block_is_causal():
     block = _block()
     torch.manual_seed(9)
-    x = torch.randn(2, 6, 8)
-    out = block(x)
-    for t in range(6):
-        changed = x.clone()
-        changed[:, t:] = torch.randn(2, 6 - t, 8) * 10
-        new_out = block(changed)
-        torch.testing.assert_close(new_out[:, :t], out[:, :t], atol=ATOL, rtol=ATOL)
-        assert not torch.allclose(new_out[:, t], out[:, t])
+    assert_causal(block, torch.randn(2, 6, 8), ATOL)
 
 
 # --- parameter counts -----------------------------------------------------------------------

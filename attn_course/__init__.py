@@ -3,9 +3,9 @@
 The layers, each importing only from the layers above it (arrows point downward):
 
 1. Maths and models, what the lectures build. Lectures 00-07: ``attention`` (the lecture
-   classes), ``numpy_attention`` (lecture 00 in NumPy), ``foundations`` (attention with no
-   weights, cross-attention), ``blocks`` (transformer components, ``BlockConfig``), ``data``
-   (example inputs), ``validation`` (a clear ValueError for bad input); lecture 08:
+   classes), ``numpy_attention`` (lecture 00 in NumPy, attention with no weights included),
+   ``blocks`` (lecture 05's transformer components, cross-attention, ``BlockConfig``),
+   ``data`` (example inputs), ``validation`` (a clear ValueError for bad input); lecture 08:
    ``positions`` (learned, sinusoidal, RoPE), ``model`` (the tiny transformer), ``tasks``,
    ``training`` (also the ``train`` command and the shipped weights), ``recordings`` (numbers
    stored while training); lectures 09-11: ``generation`` (``GPTConfig``, ``GPTModel``, the KV
@@ -16,8 +16,9 @@ The layers, each importing only from the layers above it (arrows point downward)
    ``head_scores`` and ``circuits`` (lecture 08's heads found by scores and read from
    weights), ``text_heads`` (heads on real text), ``generation_metrics``.
 2. Teaching views, the pictures computed from layer 1, no widgets: ``viz`` (matplotlib
-   heatmaps), ``explore`` (the attention explorers' settings and SVG pictures),
-   ``model_views`` and ``lm_views`` (matplotlib).
+   heatmaps), ``svg`` (the head grid as hand-written SVG, fast enough to redraw on every
+   slider move), ``explore`` (the attention explorers' settings and pictures, drawn by
+   ``svg``), ``model_views`` and ``lm_views`` (matplotlib).
 3. UI: ``widgets`` (sliders around ``explore``; ``starting_settings``, every explorer's
    start), ``model_explorer`` (around ``model_views``), ``lm_explorer`` (around
    ``lm_views``).
@@ -31,9 +32,10 @@ The layers, each importing only from the layers above it (arrows point downward)
 
 New lecture code goes in layer 1 beside its lecture's modules; a new picture in layer 2
 (settings in, a picture out, testable without widgets); a new explorer in layer 3 around a
-layer-2 view (CONTRIBUTING.md, "Explorers"); a new check in ``grading/checks``. Importing
-the package draws and prints nothing, and imports torch only when one of the names below is
-first used (so that ``attn-course grade`` can start its kernels while torch loads).
+layer-2 view (CONTRIBUTING.md, "Add a lecture", step 3); a new check in
+``grading/checks``. Importing the package draws and prints nothing, and imports torch only
+when one of the names below is first used (so that ``attn-course grade`` can start its
+kernels while torch loads).
 
 Names. One name per quantity, in code, shape comments and messages:
 

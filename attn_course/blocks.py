@@ -1,5 +1,8 @@
 """Transformer components around attention (lecture 05), in their correct versions.
 
+* ``MultiHeadCrossAttention``: queries from one sequence, keys and values from another, as
+  in the decoder of an encoder-decoder transformer. Called with the same tensor three times
+  it is plain (bidirectional) multi-head self-attention.
 * ``MultiHeadSelfAttention`` + ``EncoderLayer``: the "Attention Is All You Need" encoder,
   post-LN, with padding masks. The seed listing's encoder layer computed the residual
   sums in comments only and never applied its norms; here both are done.
@@ -15,12 +18,12 @@ from typing import Any, Self
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
-from .foundations import MultiHeadCrossAttention
+from .attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
 from .validation import (
     self_attention_mask,
     validate_dropout,
     validate_features,
+    validate_heads,
     validate_input,
     validate_sizes,
 )
@@ -32,6 +35,7 @@ __all__ = [
     "GELU",
     "LayerNorm",
     "FeedForward",
+    "MultiHeadCrossAttention",
     "MultiHeadSelfAttention",
     "EncoderLayer",
     "BlockConfig",
@@ -86,6 +90,59 @@ class FeedForward(nn.Module):
         x = self.linear1(x)  # (b, num_tokens, d_ff)
         x = self.dropout(self.activation(x))  # (b, num_tokens, d_ff)
         return self.linear2(x)  # (b, num_tokens, d_model)
+
+
+class MultiHeadCrossAttention(nn.Module):
+    """Multi-head attention whose queries and keys/values may come from different sequences.
+
+    ``forward(query, key, value, mask=None)`` returns ``(output, attn_weights)``:
+    query (b, num_queries, d_model); key and value (b, num_keys, d_model); mask boolean,
+    True = hidden, broadcastable to (b, num_heads, num_queries, num_keys), e.g. the
+    (b, 1, 1, num_keys) result of ``attention.padding_mask``. Output (b, num_queries,
+    d_model), weights (b, num_heads, num_queries, num_keys).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.1):
+        super().__init__()
+        validate_sizes(d_model=d_model)
+        validate_dropout(dropout)
+        validate_heads(d_model, num_heads, width="d_model")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.W_query = nn.Linear(d_model, d_model)
+        self.W_key = nn.Linear(d_model, d_model)
+        self.W_value = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.attn_weights: torch.Tensor | None = None
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x.ndim != 3 or x.shape[-1] != self.d_model or x.shape[0] != query.shape[0]:
+                raise ValueError(
+                    f"{name} must have shape (b, length, {self.d_model}) with the query's "
+                    f"b={query.shape[0]}; got {tuple(x.shape)}."
+                )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value need the same length (one value per key); got "
+                f"{key.shape[1]} keys and {value.shape[1]} values."
+            )
+        h = self.num_heads
+        queries = split_heads(self.W_query(query), h)  # (b, num_heads, num_queries, head_dim)
+        keys = split_heads(self.W_key(key), h)  # (b, num_heads, num_keys, head_dim)
+        values = split_heads(self.W_value(value), h)  # (b, num_heads, num_keys, head_dim)
+        context, attn_weights = scaled_dot_product_attention(
+            queries, keys, values, mask=mask, dropout=self.dropout
+        )  # (b, num_heads, num_queries, head_dim), (b, num_heads, num_queries, num_keys)
+        self.attn_weights = attn_weights.detach()
+        return self.out_proj(merge_heads(context)), attn_weights  # (b, num_queries, d_model)
 
 
 class MultiHeadSelfAttention(MultiHeadCrossAttention):

@@ -6,7 +6,7 @@ before anything is computed. ``attention_picture`` / ``encoder_picture`` build t
 the settings describe (under their own seed, the caller's random state untouched), run the
 example and return a ``Picture``: the per-head weights, token labels, mask, title and the
 numbers behind the picture. ``draw`` turns a Picture into SVG markup
-(``viz.head_grid_svg``); ``widgets`` puts controls around the same functions.
+(``svg.head_grid_svg``); ``widgets`` puts controls around the same functions.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import cast
 
 import torch
 
-from . import data, viz
+from . import data, svg, viz
 from .attention import (
     CausalAttention,
     MultiHeadAttention,
@@ -44,7 +44,7 @@ __all__ = [
 
 MODELS = ("mha", "wrapper")
 MASK_KINDS = ("padding", "causal")
-VIEWS = viz.VIEWS  # "weights": the 0-1 scale; "deviation": weight - uniform, own scale
+VIEWS = svg.VIEWS  # "weights": the 0-1 scale; "deviation": weight - uniform, own scale
 PAD = "<pad>"
 
 
@@ -108,9 +108,9 @@ class Picture:
 
 
 def draw(picture: Picture) -> str:
-    """``viz.head_grid_svg`` of a Picture: SVG markup, one panel per head, hidden cells
+    """``svg.head_grid_svg`` of a Picture: SVG markup, one panel per head, hidden cells
     hatched (``IPython.display.SVG(markup)`` shows it in a notebook)."""
-    return viz.head_grid_svg(
+    return svg.head_grid_svg(
         picture.weights, picture.tokens, mask=picture.mask, title=picture.title, view=picture.view
     )
 

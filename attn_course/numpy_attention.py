@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["softmax", "self_attention", "multi_head_attention"]
+__all__ = ["softmax", "weightless_attention", "self_attention", "multi_head_attention"]
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -16,6 +16,20 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     shifted = x - np.max(x, axis=axis, keepdims=True)
     e_x = np.exp(shifted)
     return e_x / e_x.sum(axis=axis, keepdims=True)
+
+
+def weightless_attention(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Attention with no trainable weights: each token attends with its own embedding.
+
+    Args:
+        X: (num_tokens, d_in) token embeddings.
+
+    Returns:
+        ``(context, weights)`` of shapes (num_tokens, d_in) and (num_tokens, num_tokens).
+    """
+    attn_scores = X @ X.T  # (num_tokens, num_tokens): similarity of every pair of tokens
+    attn_weights = softmax(attn_scores, axis=-1)  # each row sums to 1
+    return attn_weights @ X, attn_weights  # (num_tokens, d_in), (num_tokens, num_tokens)
 
 
 def self_attention(

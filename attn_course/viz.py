@@ -1,7 +1,10 @@
-"""Pictures of attention: heatmaps of the weights, one panel per head, the score pipeline.
+"""Pictures of attention in matplotlib: heatmaps of the weights, one panel per head, the
+score pipeline, and the weights' deviation from uniform.
 
-Every function returns a matplotlib ``Figure`` (created with ``plt.subplots``, so
-``plt.show()`` displays it in a notebook) and keeps no state between calls.
+``heatmap``, ``head_grid`` and ``pipeline_strip`` return a matplotlib ``Figure``
+(``plt.show()`` displays it in a notebook); ``deviation_from_uniform`` returns an array.
+No function keeps state between calls. The explorers' SVG grid (``svg``) shares this module's
+colour maps, input checks (``prepare_weights``) and font measure (``text_inches``).
 
 Conventions of every picture: keys on the x axis, queries on the y axis, weights on a
 fixed 0-1 colour scale, and cells hidden by a mask (True = hidden, the course convention)
@@ -10,10 +13,8 @@ drawn hatched light grey with no number, so "hidden" never looks like "weight 0"
 
 from __future__ import annotations
 
-import functools
-import html
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -29,13 +30,12 @@ from matplotlib.textpath import text_to_path
 
 from .numpy_attention import softmax
 
-__all__ = ["heatmap", "head_grid", "head_grid_svg", "pipeline_strip", "deviation_from_uniform"]
+__all__ = ["heatmap", "head_grid", "pipeline_strip", "deviation_from_uniform"]
 
 WEIGHT_CMAP = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")
 SCORE_CMAP = plt.get_cmap("RdBu_r").with_extremes(bad="#e6e6e6")
 HIDDEN_HATCH = "///"
 ANNOTATE_MAX_TOKENS = 8  # annotate=None prints the numbers up to this many tokens
-VIEWS = ("weights", "deviation")  # head_grid_svg: the 0-1 weights, or weight - uniform
 # Titles below get an explicit y=1.0: matplotlib then skips re-placing them above top tick
 # labels (there are none) on every draw, which is a fifth of a redraw.
 
@@ -75,7 +75,7 @@ def _validate_tokens(shape: tuple[int, ...], tokens: Sequence[str]) -> None:
 SHAPES = {2: "(num_tokens, num_tokens)", 3: "(num_heads, num_tokens, num_tokens)"}
 
 
-def _prepare(
+def prepare_weights(
     weights: torch.Tensor | np.ndarray,
     tokens: Sequence[str],
     mask: torch.Tensor | np.ndarray | None,
@@ -93,7 +93,7 @@ def _prepare(
     return values, _as_mask(mask, values.shape)
 
 
-def _rotated(tokens: Sequence[str]) -> bool:
+def labels_rotated(tokens: Sequence[str]) -> bool:
     """Whether the x tick labels are turned by 45 degrees (any token longer than 3 chars)."""
     return max(map(len, tokens)) > 3
 
@@ -127,7 +127,7 @@ def _draw(
     ax.set_xticks(range(num_tokens), labels=tokens, fontsize=9)
     ax.set_yticks(range(num_tokens), labels=tokens, fontsize=9)
     ax.tick_params(left=False, bottom=False)  # the cells are the ticks
-    if _rotated(tokens):
+    if labels_rotated(tokens):
         ax.tick_params(axis="x", labelrotation=45)
         for label in ax.get_xticklabels():
             label.set_horizontalalignment("right")
@@ -159,7 +159,7 @@ def heatmap(
     Returns:
         The Figure (or the SubFigure of ``ax``) drawn into.
     """
-    values, hidden = _prepare(weights, tokens, mask, 2, "head_grid draws every head")
+    values, hidden = prepare_weights(weights, tokens, mask, 2, "head_grid draws every head")
     fig: Figure | SubFigure
     if ax is None:
         side = 2.2 + 0.45 * len(tokens)
@@ -174,7 +174,7 @@ def heatmap(
     return fig
 
 
-def _text_inches(text: str, fontsize: float) -> tuple[float, float]:
+def text_inches(text: str, fontsize: float) -> tuple[float, float]:
     """(width, height) of ``text`` in inches, measured from the font without drawing."""
     width, height, _ = text_to_path.get_text_width_height_descent(
         text, FontProperties(size=fontsize), ismath=False
@@ -204,25 +204,27 @@ def head_grid(
     Returns:
         The Figure, up to four panels a row.
     """
-    values, hidden = _prepare(weights, tokens, mask, 3, "for a batch take one sequence: weights[0]")
+    values, hidden = prepare_weights(
+        weights, tokens, mask, 3, "for a batch take one sequence: weights[0]"
+    )
     num_heads = values.shape[0]
     ncols = min(num_heads, 4)
     nrows = math.ceil(num_heads / ncols)
 
     # Geometry in inches, from the label sizes (9 pt tick labels, ~7 pt from the axes).
     edge, gap = 0.1, 0.25
-    line = _text_inches("Xg", 9)[1] + 0.06  # one line of 9 pt text and its padding
-    token_w = max(_text_inches(token, 9)[0] for token in tokens) + 0.1
-    token_h = line + (0.71 * token_w if _rotated(tokens) else 0.0)  # 45 degree x labels
-    head_title = _text_inches("head 1", 11)[1] + 0.12
+    line = text_inches("Xg", 9)[1] + 0.06  # one line of 9 pt text and its padding
+    token_w = max(text_inches(token, 9)[0] for token in tokens) + 0.1
+    token_h = line + (0.71 * token_w if labels_rotated(tokens) else 0.0)  # 45 degree x labels
+    head_title = text_inches("head 1", 11)[1] + 0.12
     side = max(1.4, 0.42 * len(tokens))  # each square panel
     col_gap = gap + token_w  # the next panel's token labels
     row_gap = token_h + head_title + gap  # the labels below a panel, the titles above the next
-    top = edge + head_title + (_text_inches(title, 12)[1] + 0.15 if title else 0.0)
+    top = edge + head_title + (text_inches(title, 12)[1] + 0.15 if title else 0.0)
     left = edge + line + token_w  # the y label and the token labels
     grid_w = ncols * side + (ncols - 1) * col_gap
     grid_h = nrows * side + (nrows - 1) * row_gap
-    colorbar_w = 0.25 + 0.12 + _text_inches("0.0", 10)[0] + 0.1 + line  # gap, bar, ticks, label
+    colorbar_w = 0.25 + 0.12 + text_inches("0.0", 10)[0] + 0.1 + line  # gap, bar, ticks, label
     width = left + grid_w + colorbar_w + edge
     height = top + grid_h + token_h + line + edge
     grid_bottom = height - top - grid_h
@@ -266,7 +268,7 @@ def pipeline_strip(
     Returns:
         The Figure: scores on a shared diverging scale (0 = white), weights on 0-1.
     """
-    scores, hidden = _prepare(attn_scores, tokens, mask, 2, "pipeline_strip draws one head")
+    scores, hidden = prepare_weights(attn_scores, tokens, mask, 2, "pipeline_strip draws one head")
     if head_dim is not None and head_dim < 1:
         raise ValueError(f"head_dim={head_dim} must be a positive int.")
     no_hidden = np.zeros(scores.shape, dtype=bool)
@@ -314,185 +316,3 @@ def deviation_from_uniform(
     hidden = _as_mask(mask, values.shape)
     visible = (~hidden).sum(axis=-1, keepdims=True)
     return np.where(hidden, 0.0, values - 1.0 / np.maximum(visible, 1))
-
-
-# --- the explorers' picture: the head grid as SVG markup ---------------------------------
-# The explorers redraw on every slider move. Written directly as SVG (rectangles and real
-# <text>), a grid of six heads takes a few milliseconds where matplotlib's SVG backend takes
-# hundreds; sizes are CSS pixels, so the browser shows the fonts at these sizes as long as
-# the grid fits the output area (SVG_MAX_WIDTH, measured in JupyterLab at 1366 px with the
-# file browser open: the output area is about 920 px wide).
-
-SVG_MAX_WIDTH = 860
-SVG_FONT = 13  # px: token labels and axis labels
-SVG_NUMBER_FONT = 12  # px: the numbers in the cells
-SVG_CELL = 36  # px: one cell of a panel
-SVG_HATCH = "attn-course-hidden"  # the id of the hatch pattern of hidden cells
-
-
-def _svg_text(
-    x: float,
-    y: float,
-    text: str,
-    size: float = SVG_FONT,
-    anchor: str = "middle",
-    baseline: str = "central",
-    rotate: float = 0,
-    **style: str,
-) -> str:
-    """One <text> at (x, y), turned by ``rotate`` degrees about that point; ``style`` names
-    are attributes with dashes written as underscores."""
-    where = f'x="{x:.1f}" y="{y:.1f}"'
-    if rotate:
-        where = f'transform="translate({x:.1f},{y:.1f}) rotate({rotate})"'
-    extra = "".join(f' {k.replace("_", "-")}="{v}"' for k, v in style.items())
-    return (
-        f'<text {where} font-size="{size}" text-anchor="{anchor}" dominant-baseline="{baseline}"'
-        f"{extra}>{html.escape(text)}</text>"
-    )
-
-
-def _svg_rect(x: float, y: float, width: float, height: float, fill: str) -> str:
-    return (
-        f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{height:.1f}" fill="{fill}"/>'
-    )
-
-
-def _hex_colours(rgba: np.ndarray) -> np.ndarray:
-    """ "#rrggbb" strings of an array of RGBA colours (..., 4) in 0-1."""
-    rgb = np.round(rgba[..., :3] * 255).astype(int)
-    as_hex = np.vectorize(lambda r, g, b: f"#{r:02x}{g:02x}{b:02x}")
-    return as_hex(rgb[..., 0], rgb[..., 1], rgb[..., 2])
-
-
-@functools.lru_cache(maxsize=1024)
-def _svg_width(text: str, size: float) -> float:
-    """Width in px of ``text`` at ``size`` px, measured from the font (DejaVu Sans)."""
-    return _text_inches(text, size)[0] * 72
-
-
-def head_grid_svg(
-    weights: torch.Tensor | np.ndarray,
-    tokens: Sequence[str],
-    mask: torch.Tensor | np.ndarray | None = None,
-    title: str | None = None,
-    view: str = "weights",
-) -> str:
-    """One heatmap per head as SVG markup: the explorers' picture.
-
-    Same conventions as ``head_grid`` (keys on x, queries on y, hidden cells hatched with no
-    number, panels "head 1", "head 2", ...), sized in CSS pixels and at most
-    ``SVG_MAX_WIDTH`` wide, so a notebook shows it unscaled: as many panels a row as fit.
-    Colours and numbers both come from the value rounded as printed, so the markup is the
-    same on every machine that prints the same numbers.
-
-    Args:
-        weights: (num_heads, num_tokens, num_tokens).
-        tokens: the num_tokens labels.
-        mask: boolean, broadcastable to the weights' shape, True = hidden.
-        title: the title above the grid.
-        view: "weights" (the 0-1 colour scale) or "deviation" (weight minus the uniform
-            weight of its row, on a blue-white-red scale that this grid's largest
-            deviation fills).
-
-    Returns:
-        An ``<svg>`` element (no XML prologue) with ``style="max-width: 100%"``.
-    """
-    values, hidden = _prepare(weights, tokens, mask, 3, "for a batch take one sequence: weights[0]")
-    if view not in VIEWS:
-        raise ValueError(f"view={view!r} must be one of {VIEWS}.")
-    num_heads, num_tokens, _ = values.shape
-    number: Callable[[float], str]
-    if view == "weights":
-        shown = np.round(values, 2)
-        cmap, low, high = WEIGHT_CMAP, 0.0, 1.0
-        label, ticks = "attention weight", [(0.0, "0"), (0.5, "0.5"), (1.0, "1")]
-        number = "{:.2f}".format
-    else:
-        shown = np.round(deviation_from_uniform(values, hidden), 3) + 0.0  # no -0.000
-        limit = max(float(np.abs(shown[~hidden]).max(initial=0.0)), 0.001)
-        cmap, low, high = SCORE_CMAP, -limit, limit
-        label, ticks = (
-            "weight − uniform",
-            [(-limit, f"{-limit:+.3f}"), (0.0, "0"), (limit, f"{limit:+.3f}")],
-        )
-        number = lambda v: f"{v:+.3f}".replace("0.", ".", 1)  # noqa: E731
-
-    rgba = cmap((shown - low) / (high - low))  # (num_heads, num_tokens, num_tokens, 4)
-    fills = _hex_colours(rgba)
-    inks = np.where(rgba[..., :3] @ np.array([0.299, 0.587, 0.114]) < 0.5, "white", "black")
-    number_font = SVG_NUMBER_FONT if view == "weights" else SVG_NUMBER_FONT - 1  # "+.012"
-
-    # Geometry in px.
-    font, cell, gap = SVG_FONT, SVG_CELL, 18
-    side = cell * num_tokens
-    token_w = max(_svg_width(token, font) for token in tokens) + 6
-    x_labels_h = (0.71 * token_w + 0.71 * font if _rotated(tokens) else font) + 6
-    title_h = font + 10
-    left = font + 8 + token_w  # the y label, then the token labels
-    bar_w = 14 + gap + max(_svg_width(text, font) for _, text in ticks) + 6 + font + 6
-    max_cols = max(1, int((SVG_MAX_WIDTH - left - bar_w + gap) // (side + gap)))
-    nrows = math.ceil(num_heads / min(num_heads, max_cols))
-    ncols = math.ceil(num_heads / nrows)  # balanced rows: 4 heads as 2 + 2, not 3 + 1
-    row_h = title_h + side + x_labels_h + font + 20  # head title, panel, labels, axis label
-    top = (font + 16) if title else 4
-    width = round(left + ncols * side + (ncols - 1) * gap + bar_w)
-    height = round(top + nrows * row_h)
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Verdana, sans-serif" '
-        'style="max-width: 100%; height: auto">',
-        f'<defs><pattern id="{SVG_HATCH}" width="6" height="6" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#e6e6e6"/>'
-        '<line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" stroke-width="1.5"/></pattern></defs>',
-        _svg_rect(0, 0, width, height, "white"),
-    ]
-    if title:
-        parts.append(
-            _svg_text(width / 2, 4, title, font + 2, baseline="hanging", font_weight="bold")
-        )
-    annotate = num_tokens <= ANNOTATE_MAX_TOKENS
-    for head in range(num_heads):
-        row, col = divmod(head, ncols)
-        x0, y0 = left + col * (side + gap), top + row * row_h + title_h
-        parts.append(
-            _svg_text(x0 + side / 2, y0 - 8, f"head {head + 1}", font + 1, baseline="auto")
-        )
-        for q, k in np.ndindex(num_tokens, num_tokens):
-            x, y = x0 + k * cell, y0 + q * cell
-            if hidden[head, q, k]:
-                parts.append(_svg_rect(x, y, cell, cell, f"url(#{SVG_HATCH})"))
-                continue
-            parts.append(_svg_rect(x, y, cell, cell, fills[head, q, k]))
-            if annotate:
-                text = number(shown[head, q, k])
-                parts.append(
-                    _svg_text(x + cell / 2, y + cell / 2, text, number_font, fill=inks[head, q, k])
-                )
-        for i, token in enumerate(tokens):
-            centre = i * cell + cell / 2
-            if col == 0:
-                parts.append(_svg_text(x0 - 5, y0 + centre, token, anchor="end"))
-            rotate, anchor = (-45, "end") if _rotated(tokens) else (0, "middle")
-            x, y = x0 + centre, y0 + side + 5
-            parts.append(_svg_text(x, y, token, anchor=anchor, baseline="hanging", rotate=rotate))
-        y = y0 + side + x_labels_h + font
-        parts.append(_svg_text(x0 + side / 2, y, "keys (attended to)", fill="#444"))
-        if col == 0:
-            y = y0 + side / 2
-            parts.append(_svg_text(2, y, "queries (attending)", baseline="hanging", rotate=-90,
-                                   fill="#444"))  # fmt: skip
-
-    # The colour bar, beside the first row of panels.
-    bar_x, bar_y, bar_h, slices = width - bar_w + gap, top + title_h, side, 32
-    bar_colours = _hex_colours(cmap((slices - np.arange(slices) - 0.5) / slices))
-    for i, fill in enumerate(bar_colours):
-        parts.append(_svg_rect(bar_x, bar_y + i * bar_h / slices, 14, bar_h / slices + 0.3, fill))
-    for value, text in ticks:
-        y = bar_y + bar_h * (high - value) / (high - low)
-        parts.append(_svg_text(bar_x + 18, y, text, anchor="start"))
-    label_x = bar_x + bar_w - gap - font / 2
-    parts.append(_svg_text(label_x, bar_y + bar_h / 2, label, rotate=90))
-    parts.append("</svg>")
-    return "".join(parts)

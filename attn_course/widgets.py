@@ -1,11 +1,13 @@
 """Slider explorers: ipywidgets controls around ``explore``'s settings and pictures.
 
-Each explorer has one code path: a control changes -> the explorer's settings (a frozen
-dataclass of ``explore``) are replaced with the control's value, which checks them -> the
-``explore`` function of those settings builds the module and returns a ``Picture`` -> the
-picture becomes inline SVG (``viz.head_grid_svg``, a few milliseconds). An invalid
-combination shows the package's ValueError message instead of a traceback and leaves the
-picture as it was.
+``attention_explorer`` and ``encoder_explorer`` each have one code path: a control changes
+-> the explorer's settings (a frozen dataclass of ``explore``) are replaced with the
+control's value, which checks them -> the ``explore`` function of those settings builds the
+module and returns a ``Picture`` -> ``explore.draw`` writes it as SVG markup by hand
+(``svg.head_grid_svg``, a few milliseconds). An invalid combination shows the package's
+ValueError message instead of a traceback and leaves the picture as it was. ``Explorer``
+and ``starting_settings`` are also the base of ``model_explorer`` and ``lm_explorer``, whose
+``render`` writes a kept matplotlib canvas as SVG instead (``model_views.figure_svg``).
 
 DOM contract (the browser test relies on it): the container has CSS class
 ``attn-explorer``; the heads control has description "heads"; the picture is an

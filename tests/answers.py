@@ -22,7 +22,6 @@ from torch import nn
 from attn_course import (
     attention,
     blocks,
-    foundations,
     generation,
     gqa,
     numpy_attention,
@@ -136,7 +135,7 @@ def weightless_with(mistake: str):
     return weightless_attention
 
 
-class CrossAttentionWith(foundations.MultiHeadCrossAttention):
+class CrossAttentionWith(blocks.MultiHeadCrossAttention):
     """MultiHeadCrossAttention whose forward makes ``mistake`` (set by the subclasses below)."""
 
     mistake: str | None = None
@@ -757,7 +756,7 @@ def tile_new_max_only(queries, keys, values, m, s, acc, mask=None):
     return m_new, s * rescale + p.sum(-1, keepdim=True), acc * rescale + p @ values
 
 
-class CrossNoBias(foundations.MultiHeadCrossAttention):
+class CrossNoBias(blocks.MultiHeadCrossAttention):
     """Projections without bias: the lecture's cross-attention has them (nn.Linear's default)."""
 
     def __init__(self, d_model, num_heads, dropout=0.1):
@@ -1858,7 +1857,7 @@ def weightless_einsum(X):
     return np.einsum("ij,jd->id", weights, X), weights
 
 
-class CrossEinsum(foundations.MultiHeadCrossAttention):
+class CrossEinsum(blocks.MultiHeadCrossAttention):
     """Heads as an einsum index (never split_heads), the mask applied with torch.where."""
 
     def forward(self, query, key, value, mask=None):
@@ -1940,9 +1939,9 @@ REFERENCE = {
     "bug_out_proj_width": attention.MultiHeadAttention,
     "bug_head_scale": attention.MultiHeadAttention,
     "bug_encoder_residual": blocks.EncoderLayer,
-    "weightless_attention": foundations.weightless_attention,
-    "cross_attention": foundations.MultiHeadCrossAttention,
-    "bug_padding_mask_unsqueeze": foundations.MultiHeadCrossAttention,
+    "weightless_attention": numpy_attention.weightless_attention,
+    "cross_attention": blocks.MultiHeadCrossAttention,
+    "bug_padding_mask_unsqueeze": blocks.MultiHeadCrossAttention,
     "sliding_window_mask": attention.sliding_window_mask,
     "repeat_kv": gqa.repeat_kv,
     "kv_cache_bytes": gqa.kv_cache_bytes,

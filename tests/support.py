@@ -1,4 +1,5 @@
-"""What test files share: the repository root, the grade command, crafted notebooks, verdicts.
+"""What test files share: the repository root, the grade command, crafted notebooks, verdicts,
+the causality test of a module.
 
 pyproject.toml puts tests/ and benchmarks/ on the import path (``pythonpath``), so test files
 import these by name (``from support import ROOT``), as they import the answer tables
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
 from attn_course.grading.registry import CHECKS, CheckFailed
@@ -81,3 +83,16 @@ def verdict(check_id: str, obj: object) -> str:
     except CheckFailed as failure:
         return str(failure)
     return "passed"
+
+
+def assert_causal(module: torch.nn.Module, x: torch.Tensor, atol: float) -> None:
+    """Changing the tokens of ``x`` (b, num_tokens, d) from position t on never changes
+    ``module``'s outputs before t, and changes its output at t."""
+    out = module(x)
+    b, num_tokens, d = x.shape
+    for t in range(num_tokens):
+        changed = x.clone()
+        changed[:, t:] = torch.randn(b, num_tokens - t, d) * 10
+        new_out = module(changed)
+        torch.testing.assert_close(new_out[:, :t], out[:, :t], atol=atol, rtol=atol)
+        assert not torch.allclose(new_out[:, t], out[:, t])

@@ -1,4 +1,5 @@
-"""attn_course.blocks: components against torch, post-LN vs pre-LN structure, padding,
+"""attn_course.blocks: components against torch (cross-attention against
+``nn.MultiheadAttention`` with its weights copied in), post-LN vs pre-LN structure, padding,
 causality and GPT-2 parameter counts."""
 
 from __future__ import annotations
@@ -6,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from support import assert_causal
 from torch import nn
 
 from attn_course.attention import MultiHeadAttention, padding_mask
@@ -16,12 +18,18 @@ from attn_course.blocks import (
     EncoderLayer,
     FeedForward,
     LayerNorm,
+    MultiHeadCrossAttention,
     MultiHeadSelfAttention,
     TransformerBlock,
     count_parameters,
 )
 
 ATOL = 1e-5
+
+
+def _ln(t: torch.Tensor) -> torch.Tensor:
+    """Layer norm over the 8 features with scale 1 and shift 0 (a new LayerNorm's)."""
+    return F.layer_norm(t, (8,))
 
 
 def _zero_(linear: nn.Linear) -> None:
@@ -59,6 +67,53 @@ def test_feed_forward_shapes_and_activation(activation, reference):
     torch.testing.assert_close(out, ff.linear2(act(ff.linear1(x))))
 
 
+# --- cross-attention -------------------------------------------------------------------------
+
+
+def torch_copy(ours: MultiHeadCrossAttention) -> nn.MultiheadAttention:
+    """PyTorch's multi-head attention holding ``ours``'s weights."""
+    theirs = nn.MultiheadAttention(ours.d_model, ours.num_heads, dropout=0.0, batch_first=True)
+    projections = (ours.W_query, ours.W_key, ours.W_value)
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
+        theirs.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
+        theirs.out_proj.weight.copy_(ours.out_proj.weight)
+        theirs.out_proj.bias.copy_(ours.out_proj.bias)
+    return theirs.eval()
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+@pytest.mark.parametrize("padded", [False, True])
+def test_cross_attention_equals_torch_multihead_attention(num_heads, padded):
+    torch.manual_seed(0)
+    ours = MultiHeadCrossAttention(8, num_heads, dropout=0.0).eval()
+    theirs = torch_copy(ours)
+    query, key, value = torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    hidden = torch.tensor([[False, False, False, True, True], [False] * 5])  # (b, num_keys)
+    mask = hidden[:, None, None, :] if padded else None  # (b, 1, 1, num_keys), True = hidden
+    got, got_weights = ours(query, key, value, mask)
+    want, want_weights = theirs(
+        query,
+        key,
+        value,
+        key_padding_mask=hidden if padded else None,
+        average_attn_weights=False,
+    )
+    assert got.shape == (2, 3, 8) and got_weights.shape == (2, num_heads, 3, 5)
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(got_weights, want_weights, atol=1e-6, rtol=1e-5)
+    if padded:
+        assert (got_weights[0, ..., 3:] == 0).all()
+
+
+def test_cross_attention_of_one_sequence_with_itself_is_self_attention():
+    torch.manual_seed(1)
+    ours = MultiHeadCrossAttention(6, 3, dropout=0.0).eval()
+    x = torch.randn(2, 4, 6)
+    want, _ = torch_copy(ours)(x, x, x, need_weights=False)
+    torch.testing.assert_close(ours(x, x, x)[0], want, atol=1e-6, rtol=1e-5)
+
+
 # --- the post-LN encoder layer ---------------------------------------------------------------
 
 
@@ -86,20 +141,17 @@ def test_encoder_is_post_ln_with_residuals():
     torch.manual_seed(4)
     x = torch.randn(2, 5, 8) * 3
 
-    def ln(t):
-        return F.layer_norm(t, (8,))
-
     # The formula: h = LN(x + attn(x)); out = LN(h + ffn(h)) (default scale 1, shift 0).
-    h = ln(x + layer.att(x)[0])
-    torch.testing.assert_close(layer(x), ln(h + layer.feed_forward(h)), atol=ATOL, rtol=ATOL)
+    h = _ln(x + layer.att(x)[0])
+    torch.testing.assert_close(layer(x), _ln(h + layer.feed_forward(h)), atol=ATOL, rtol=ATOL)
     # With the attention silenced the first sub-layer is the identity before its norm.
     _zero_(layer.att.out_proj)
     torch.testing.assert_close(
-        layer(x), ln(ln(x) + layer.feed_forward(ln(x))), atol=ATOL, rtol=ATOL
+        layer(x), _ln(_ln(x) + layer.feed_forward(_ln(x))), atol=ATOL, rtol=ATOL
     )
     # Both sub-layers silenced: only the residual paths and the norms remain.
     _zero_(layer.feed_forward.linear2)
-    torch.testing.assert_close(layer(x), ln(x), atol=1e-4, rtol=0)
+    torch.testing.assert_close(layer(x), _ln(x), atol=1e-4, rtol=0)
 
 
 def test_encoder_padding_mask_keeps_padded_keys_out():
@@ -142,11 +194,8 @@ def test_transformer_block_is_pre_ln():
     torch.manual_seed(8)
     x = torch.randn(2, 6, 8) * 3
 
-    def ln(t):
-        return F.layer_norm(t, (8,))
-
-    h = x + block.att(ln(x))
-    torch.testing.assert_close(block(x), h + block.ff(ln(h)), atol=ATOL, rtol=ATOL)
+    h = x + block.att(_ln(x))
+    torch.testing.assert_close(block(x), h + block.ff(_ln(h)), atol=ATOL, rtol=ATOL)
     # Both sub-layers silenced: pre-LN leaves the residual stream untouched.
     _zero_(block.att.out_proj)
     _zero_(block.ff.linear2)
@@ -156,14 +205,7 @@ def test_transformer_block_is_pre_ln():
 def test_transformer_block_is_causal():
     block = _block()
     torch.manual_seed(9)
-    x = torch.randn(2, 6, 8)
-    out = block(x)
-    for t in range(6):
-        changed = x.clone()
-        changed[:, t:] = torch.randn(2, 6 - t, 8) * 10
-        new_out = block(changed)
-        torch.testing.assert_close(new_out[:, :t], out[:, :t], atol=ATOL, rtol=ATOL)
-        assert not torch.allclose(new_out[:, t], out[:, t])
+    assert_causal(block, torch.randn(2, 6, 8), ATOL)
 
 
 # --- parameter counts -----------------------------------------------------------------------

@@ -1,6 +1,9 @@
-"""attn_course.numpy_attention against the torch modules and the NumPy lecture (seed 004)."""
+"""attn_course.numpy_attention against the torch modules and the NumPy lecture (seed 004);
+weightless attention against a hand computation and a plain-Python loop."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -8,7 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from attn_course.attention import CausalAttention, MultiHeadAttention
-from attn_course.numpy_attention import multi_head_attention, self_attention, softmax
+from attn_course.numpy_attention import (
+    multi_head_attention,
+    self_attention,
+    softmax,
+    weightless_attention,
+)
 
 ATOL = 1e-10  # float64 on both sides
 
@@ -24,6 +32,46 @@ def test_softmax_matches_torch_and_survives_huge_scores():
         np.testing.assert_allclose(softmax(x, axis=axis), expected, atol=ATOL)
     big = softmax(np.array([1000.0, 1000.0, -1000.0]))
     np.testing.assert_allclose(big, [0.5, 0.5, 0.0], atol=ATOL)
+
+
+def test_weightless_attention_by_hand():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    # scores X @ X.T = [[1, 0, 1], [0, 1, 1], [1, 1, 2]]; softmax of each row
+    e = math.e
+    want_weights = np.array(
+        [
+            [e, 1, e],
+            [1, e, e],
+            [e, e, e * e],
+        ]
+    ) / np.array([[2 * e + 1], [2 * e + 1], [2 * e + e * e]])
+    # each context row: the weighted sum of the three token rows
+    want_context = want_weights @ X
+    context, weights = weightless_attention(X)
+    np.testing.assert_allclose(weights, want_weights, rtol=1e-12)
+    np.testing.assert_allclose(context, want_context, rtol=1e-12)
+    np.testing.assert_allclose(context[0], [(e + e) / (2 * e + 1), (1 + e) / (2 * e + 1)])
+
+
+def test_weightless_attention_equals_a_python_loop():
+    X = np.random.default_rng(0).normal(size=(5, 4))
+    context, weights = weightless_attention(X)
+    for i, query in enumerate(X):
+        scores = [sum(q * k for q, k in zip(query, key, strict=True)) for key in X]
+        exps = [math.exp(s) for s in scores]
+        row = [x / sum(exps) for x in exps]
+        np.testing.assert_allclose(weights[i], row, rtol=1e-12)
+        np.testing.assert_allclose(context[i], sum(w * x for w, x in zip(row, X, strict=True)))
+
+
+def test_weightless_attention_survives_large_embeddings():
+    """Scores of 10^4 overflow exp; the weights stay finite and every row sums to 1."""
+    X = np.array([[100.0, 0.0], [0.0, 100.0], [100.0, 1.0]])
+    context, weights = weightless_attention(X)
+    assert np.isfinite(context).all() and np.isfinite(weights).all()
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0)
+    # the last token's scores are 10^4, 100 and 10^4 + 1: e^-1 : 0 : 1
+    np.testing.assert_allclose(weights[2], [1 / (1 + math.e), 0.0, math.e / (1 + math.e)])
 
 
 @pytest.mark.parametrize("num_tokens, d_in, d_out", [(1, 3, 2), (6, 3, 2), (5, 8, 4), (7, 4, 9)])

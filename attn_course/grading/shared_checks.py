@@ -24,8 +24,7 @@ from ..attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from ..blocks import EncoderLayer
-from ..foundations import MultiHeadCrossAttention
+from ..blocks import EncoderLayer, MultiHeadCrossAttention
 from .expect import (
     attention_mistakes,
     build_pair,
@@ -250,7 +249,7 @@ def cross_mistakes(
 
 def check_cross_attention_class(cls: type) -> None:
     """``cls(d_model, num_heads, dropout)``, ``forward(query, key, value, mask=None)`` ->
-    (output, weights), as ``foundations.MultiHeadCrossAttention``: outputs and weights with
+    (output, weights), as ``blocks.MultiHeadCrossAttention``: outputs and weights with
     and without a (b, 1, 1, num_keys) padding mask, then ``expect_module`` (two source
     lengths, eval determinism, dropout in train mode, gradients)."""
     configs = [  # d_model, num_heads, b, num_queries, num_keys, lengths (None: no mask)

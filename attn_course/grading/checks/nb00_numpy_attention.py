@@ -9,8 +9,7 @@ import torch
 
 from ...attention import causal_mask
 from ...data import example
-from ...foundations import weightless_attention
-from ...numpy_attention import multi_head_attention, self_attention, softmax
+from ...numpy_attention import multi_head_attention, self_attention, softmax, weightless_attention
 from ..expect import (
     attention_mistakes,
     call_pure,

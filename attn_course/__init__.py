@@ -19,23 +19,24 @@ The layers, each importing only from the layers above it (arrows point downward)
    heatmaps), ``svg`` (the head grid as hand-written SVG, fast enough to redraw on every
    slider move), ``explore`` (the attention explorers' settings and pictures, drawn by
    ``svg``), ``model_views`` and ``lm_views`` (matplotlib).
-3. UI: ``widgets`` (sliders around ``explore``; ``starting_settings``, every explorer's
-   start), ``model_explorer`` (around ``model_views``), ``lm_explorer`` (around
-   ``lm_views``).
-4. Commands and authoring tools: ``__main__`` (``attn-course COMMAND``), ``lab``,
-   ``execute``, ``copies`` (the notebooks' teaching copies of package code), ``protocol``
-   (cell tags and markers), ``generate_cli``.
+3. ``ui``, the widgets: ``ui.widgets`` (sliders around ``explore``; ``starting_settings``,
+   every explorer's start), ``ui.model_explorer`` (around ``model_views``),
+   ``ui.lm_explorer`` (around ``lm_views``).
+4. Commands and authoring tools: ``__main__`` (``attn-course COMMAND``, the dispatch) and
+   ``tools``: ``tools.lab``, ``tools.execute``, ``tools.copies`` (the notebooks' teaching
+   copies of package code), ``tools.exercises`` (exercises/ from solutions/),
+   ``tools.protocol`` (cell tags and markers), ``tools.generate_cli``.
 5. ``grading``: the grading engine (``agent`` in the learner's kernel, ``remote``,
    ``kernels``, ``sandbox``, ``runner``, ``roster``), the check library (``expect``,
    ``shared_checks``, ``hints``, ``registry``) and the checks (``grading.checks.nbNN_*``);
    its own docstring maps it.
 
 New lecture code goes in layer 1 beside its lecture's modules; a new picture in layer 2
-(settings in, a picture out, testable without widgets); a new explorer in layer 3 around a
-layer-2 view (CONTRIBUTING.md, "Add a lecture", step 3); a new check in
-``grading/checks``. Importing the package draws and prints nothing, and imports torch only
-when one of the names below is first used (so that ``attn-course grade`` can start its
-kernels while torch loads).
+(settings in, a picture out, testable without widgets); a new explorer in ``ui`` around a
+layer-2 view (CONTRIBUTING.md, "Add a lecture", step 3); a new command or authoring tool in
+``tools`` (with its line in ``__main__.COMMANDS``); a new check in ``grading/checks``.
+Importing the package draws and prints nothing, and imports torch only when one of the names
+below is first used (so that ``attn-course grade`` can start its kernels while torch loads).
 
 Names. One name per quantity, in code, shape comments and messages:
 
@@ -75,7 +76,7 @@ Input validation is ``validation.validate_*``; "check" means grading only. Explo
 settings are a frozen ``*Settings`` that checks itself (``AttentionSettings``,
 ``EncoderSettings``, ``ModelSettings``, ``LineSettings``); ``*_picture(settings)`` computes
 what one draws (``attention_picture``/``encoder_picture`` -> ``Picture``, ``model_picture``
--> ``ModelPicture``; ``lm_views.read_line`` -> ``LineView``); ``widgets.starting_settings``
+-> ``ModelPicture``; ``lm_views.read_line`` -> ``LineView``); ``ui.widgets.starting_settings``
 is every explorer's start, which shows a refused setting's message in the explorer.
 """
 

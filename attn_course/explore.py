@@ -6,7 +6,7 @@ before anything is computed. ``attention_picture`` / ``encoder_picture`` build t
 the settings describe (under their own seed, the caller's random state untouched), run the
 example and return a ``Picture``: the per-head weights, token labels, mask, title and the
 numbers behind the picture. ``draw`` turns a Picture into SVG markup
-(``svg.head_grid_svg``); ``widgets`` puts controls around the same functions.
+(``svg.head_grid_svg``); ``ui.widgets`` puts controls around the same functions.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The language model reading the learner's own line (lecture 11): the computation behind
-``lm_explorer`` and its picture, without widgets.
+``ui.lm_explorer`` and its picture, without widgets.
 
 ``LineSettings`` (the line, a layer, a head) check themselves when built; ``read_line`` runs a
 character model on the line and returns a ``LineView``: the head's weights over the

@@ -1,6 +1,6 @@
 """Pictures of the trained tiny transformer and the computation behind its explorer (lecture 08).
 
-Plain functions and frozen settings, no ipywidgets: ``model_explorer`` is the thin UI on top.
+Plain functions and frozen settings, no ipywidgets: ``ui.model_explorer`` is the thin UI on top.
 Heads are named ``L{layer} H{head}`` with 0-based numbers, the indices the code uses
 (``model.layers[layer]``, ``ablated(model, [(layer, head)])``).
 """

@@ -17,7 +17,7 @@ import matplotlib
 import torch
 from bench_widgets import median_move_ms
 
-from attn_course.model_explorer import model_explorer
+from attn_course.ui.model_explorer import model_explorer
 
 BUDGET_MS = 150.0
 

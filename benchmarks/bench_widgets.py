@@ -32,10 +32,10 @@ import torch
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 
 from attn_course import explore, viz
-from attn_course.lm_explorer import lm_explorer
 from attn_course.lm_views import LineCanvas, LineSettings, read_line
 from attn_course.model_views import figure_svg
-from attn_course.widgets import Explorer, attention_explorer, encoder_explorer
+from attn_course.ui.lm_explorer import lm_explorer
+from attn_course.ui.widgets import Explorer, attention_explorer, encoder_explorer
 
 MOVES = 30
 REFERENCE_MOVES = 5

@@ -22,7 +22,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from attn_course.protocol import BEGIN_SOLUTION, END_SOLUTION, SOLUTION_ONLY, has_tag
+from attn_course.tools.protocol import BEGIN_SOLUTION, END_SOLUTION, SOLUTION_ONLY, has_tag
 
 ROOT = Path(__file__).resolve().parents[1]
 MISTAKES = [  # (pattern, replacement): classic mistakes as edits of the solution source

@@ -7,7 +7,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from support import ROOT
 
-from attn_course.grading.exercises import main, make_exercise, stale_exercises, strip_solutions
+from attn_course.tools.exercises import main, make_exercise, stale_exercises, strip_solutions
 
 STUB = 'raise NotImplementedError("your code here")'
 

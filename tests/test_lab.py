@@ -6,7 +6,7 @@ import pytest
 from jupyterlab_server.settings_utils import _get_overrides
 from support import ROOT
 
-from attn_course import lab
+from attn_course.tools import lab
 
 
 def test_the_launcher_points_jupyterlab_at_the_course_settings():

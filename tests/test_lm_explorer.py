@@ -10,10 +10,10 @@ import torch
 
 from attn_course.corpus import load_corpus
 from attn_course.generation import GPTConfig, GPTModel
-from attn_course.lm_explorer import lm_explorer
 from attn_course.lm_views import MAX_CHARS, LineSettings, describe, read_line
 from attn_course.text_heads import text_head_scores
 from attn_course.tokenizer import CharTokenizer
+from attn_course.ui.lm_explorer import lm_explorer
 
 LINE = "JULIET:\nO Romeo, Romeo!"
 

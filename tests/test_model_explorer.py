@@ -9,7 +9,6 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from attn_course.model_explorer import model_explorer
 from attn_course.model_views import (
     HeadCanvas,
     ModelSettings,
@@ -19,6 +18,7 @@ from attn_course.model_views import (
     parse_sequence,
 )
 from attn_course.tasks import TASKS
+from attn_course.ui.model_explorer import model_explorer
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from support import ROOT
 from torch import nn
 
 from attn_course.attention import MultiHeadAttention
-from attn_course.protocol import RAISES_EXCEPTION, has_tag
+from attn_course.tools.protocol import RAISES_EXCEPTION, has_tag
 
 TAGGED = [
     (path, index, cell)

@@ -3,6 +3,7 @@ README's test command, and clean ruff lint and formatting."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -89,6 +90,14 @@ def test_ruff_is_clean(args):
         [str(ruff), *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_command_names_a_module_with_a_main():
+    """``__main__`` dispatches by module path: a moved module would fail only when run."""
+    from attn_course.__main__ import COMMANDS
+
+    for name, (module, _) in COMMANDS.items():
+        assert callable(importlib.import_module(module).main), name
 
 
 def test_the_attn_course_command_is_installed_and_lists_the_commands():

@@ -11,8 +11,9 @@ import nbformat
 import pytest
 from support import ROOT
 
-from attn_course import copies, numpy_attention
-from attn_course.protocol import COPY_OF, PACKAGE_COPY
+from attn_course import numpy_attention
+from attn_course.tools import copies
+from attn_course.tools.protocol import COPY_OF, PACKAGE_COPY
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

@@ -9,8 +9,8 @@ import re
 import ipywidgets
 import pytest
 
-from attn_course import widgets
 from attn_course.explore import AttentionSettings, attention_weights
+from attn_course.ui import widgets
 
 
 def head_titles(explorer) -> list[str]:

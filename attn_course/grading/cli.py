@@ -29,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..protocol import notebook_paths
+from ..tools.protocol import notebook_paths
 from . import sandbox
 from .escape import clean
 from .kernels import CELL_TIMEOUT, KernelPool

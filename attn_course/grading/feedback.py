@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY, PACKAGE_COPY, has_tag
+from ..tools.protocol import CHECK_CALL, CHECK_ID, METADATA_KEY, PACKAGE_COPY, has_tag
 from .escape import html_text
 from .notebooks import Notebook, read_notebook
 from .result import CheckResult

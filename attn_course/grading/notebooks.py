@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..protocol import METADATA_KEY, NOTEBOOK_ID
+from ..tools.protocol import METADATA_KEY, NOTEBOOK_ID
 
 __all__ = ["Cell", "Notebook", "read_notebook", "notebook_id"]
 

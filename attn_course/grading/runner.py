@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from ..protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
+from ..tools.protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
 from .context import OFFICIAL_TIME_FACTOR, REQUEST_GRACE, SALT
 from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
 from .notebooks import Notebook, notebook_id, read_notebook

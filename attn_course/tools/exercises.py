@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..protocol import (
+from .protocol import (
     BEGIN_SOLUTION,
     CHECK_CALL,
     CHECK_ID,

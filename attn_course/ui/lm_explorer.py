@@ -14,10 +14,10 @@ from typing import Any
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from .generation import GPTModel
-from .lm import pretrained_lm, tokenizer
-from .lm_views import LineCanvas, LineSettings, describe, read_line
-from .model_views import figure_svg
+from ..generation import GPTModel
+from ..lm import pretrained_lm, tokenizer
+from ..lm_views import LineCanvas, LineSettings, describe, read_line
+from ..model_views import figure_svg
 from .widgets import LABEL, Explorer, slider, starting_settings
 
 __all__ = ["LMExplorer", "lm_explorer", "shipped_model"]

@@ -28,8 +28,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from . import data, explore
-from .explore import (
+from .. import data, explore
+from ..explore import (
     AttentionSettings,
     EncoderSettings,
     Picture,
@@ -40,7 +40,7 @@ from .explore import (
     encoder_picture,
     encoder_weights,
 )
-from .validation import validate_heads
+from ..validation import validate_heads
 
 __all__ = [
     "AttentionSettings",

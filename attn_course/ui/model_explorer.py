@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from .model_views import HeadCanvas, ModelSettings, describe, figure_svg, model_picture
-from .tasks import TASKS
+from ..model_views import HeadCanvas, ModelSettings, describe, figure_svg, model_picture
+from ..tasks import TASKS
 from .widgets import LABEL, Explorer, slider, starting_settings
 
 __all__ = ["ModelExplorer", "model_explorer"]

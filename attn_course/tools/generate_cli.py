@@ -14,9 +14,9 @@ import time
 
 import torch
 
-from .generation import generate
-from .lm import pretrained_lm, tokenizer
-from .sampling import validate_sampling
+from ..generation import generate
+from ..lm import pretrained_lm, tokenizer
+from ..sampling import validate_sampling
 
 __all__ = ["main"]
 

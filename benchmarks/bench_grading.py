@@ -2,8 +2,9 @@
 
     python benchmarks/bench_grading.py [--students 100] [--notebooks 00,01,...] [--jobs 2]
 
-Prints wall times (one notebook in the sandbox and with ``--no-sandbox``: the sandbox's
-cost per notebook), where the time goes (the command's imports, waiting for a kernel, the
+Prints the command's start-up (its imports; the time from starting it to its first kernel
+start request), wall times (one notebook in the sandbox and with ``--no-sandbox``: the
+sandbox's cost per notebook), where the time goes (the command's imports, waiting for a kernel, the
 learner's cells, the checks) and notebooks per minute, each next to a reference measured in
 the same run (``python -c "import torch"``), since these machines are shared and noisy. The
 class comes from ``make_class.py``: the solutions with random mistakes, a fresh kernel per
@@ -42,6 +43,33 @@ def median_wall(command: list[str], runs: int = 3) -> float:
     return sorted(wall(*command) for _ in range(runs))[runs // 2]
 
 
+# The grade command run through this wrapper prints the monotonic clock (one clock for every
+# process of the machine) when it first asks for a kernel process.
+FIRST_KERNEL = """
+import runpy, subprocess, sys, time
+popen = subprocess.Popen.__init__
+def first(self, args, *rest, **options):
+    if "ipykernel_launcher" in map(str, args) and not hasattr(first, "seen"):
+        first.seen = True
+        print("FIRST_KERNEL", time.monotonic(), file=sys.stderr, flush=True)
+    popen(self, args, *rest, **options)
+subprocess.Popen.__init__ = first
+sys.argv = ["attn_course", *sys.argv[1:]]
+runpy.run_module("attn_course", run_name="__main__", alter_sys=True)
+"""
+
+
+def first_kernel_request(python: str, notebook: str) -> float:
+    """Seconds from starting ``grade NOTEBOOK`` to its first kernel start request."""
+    start = time.monotonic()
+    done = subprocess.run(
+        [python, "-c", FIRST_KERNEL, "grade", notebook],
+        capture_output=True, text=True, env=ENV, cwd=ROOT, check=True,
+    )  # fmt: skip
+    stamps = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("FIRST_")]
+    return float(stamps[0]) - start
+
+
 def phases(reports: list[dict]) -> dict[str, float]:
     """Seconds summed over ``reports`` per phase."""
     total: dict[str, float] = {}
@@ -78,10 +106,14 @@ def main() -> None:
             "'solutions/01_causal_attention.ipynb', as_version=4))",
         ]
     )
-    print("\nimports (median of 3)                         seconds   x import torch")
+    first_kernel = statistics.median(
+        first_kernel_request(python, "solutions/01_causal_attention.ipynb") for _ in range(3)
+    )
+    print("\nstart-up (median of 3)                        seconds   x import torch")
     for name, seconds in [
         ("python -c 'import torch' (reference)", torch_import),
         ("the grade command's imports", cli_import),
+        ("grade: start to its first kernel request", first_kernel),
         ("nbformat read + validate (avoided)", validate),
     ]:
         print(f"  {name:<44}{seconds:7.2f}   {seconds / torch_import:6.2f}")

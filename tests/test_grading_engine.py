@@ -348,3 +348,18 @@ def test_the_grade_command_imports_no_notebook_ui_and_no_schema_machinery():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_a_timeout_inside_a_checks_own_except_is_still_a_timeout():
+    """The grader's session raises RemoteTimeout when the kernel's time runs out; checks
+    catch the learner's errors with ``except Exception`` (to name the mistake), which must
+    not turn the timeout into a failure that blames the learner's code (seen under load)."""
+    from attn_course.grading.registry import load_checks
+    from attn_course.grading.remote import RemoteTimeout
+    from attn_course.grading.verdicts import run_check
+
+    def out_of_time(*args, **kwargs):
+        raise RemoteTimeout
+
+    result = run_check(load_checks()["scaled_dot_product_attention"], out_of_time)
+    assert result.status == Status.TIMEOUT, result.message

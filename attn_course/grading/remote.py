@@ -49,8 +49,9 @@ class LearnerError(Exception):
         return cls(str(record["ename"]), str(record["message"]), bool(record["not_implemented"]))
 
 
-class RemoteTimeout(Exception):
-    """The check's time ran out while the learner's code was running."""
+class RemoteTimeout(BaseException):
+    """The check's time ran out while the learner's code was running (a BaseException, like
+    ``agent.TimeLimit``: a check's ``except Exception`` must not turn it into a failure)."""
 
 
 def _to_kernel(value: object) -> object:

@@ -15,6 +15,7 @@ import pytest
 from support import ROOT
 
 from attn_course.grading import sandbox
+from attn_course.grading.kernels import KERNEL_ENV
 
 needs_sandbox = pytest.mark.skipif(
     sandbox.available() is not None, reason=f"no grading sandbox: {sandbox.available()}"
@@ -55,7 +56,7 @@ def run_in_sandbox(*args: str, cgroup=None) -> dict:
             pass_fds=fds,
             capture_output=True,
             text=True,
-            env=sandbox.environment({}),
+            env=sandbox.environment(KERNEL_ENV),
             timeout=120,
         )
     assert done.returncode == 0, done.stderr
@@ -85,9 +86,9 @@ def test_a_process_in_the_sandbox_sees_and_reaches_nothing_of_the_grader(tmp_pat
     listener.close()
     assert group is None or not group.exists()
     assert seen["uid"] != 0  # never root, even when the grader is
-    assert set(seen["env"]) <= {*sandbox.ENV_ALLOWED, "PATH", "HOME", "PYTHONPATH", "PWD"} | {
-        "MPLBACKEND"
-    }
+    allowed = {*sandbox.ENV_ALLOWED, "PATH", "HOME", "PYTHONPATH", "PWD", "MPLBACKEND"}
+    assert set(seen["env"]) <= allowed | set(KERNEL_ENV)
+    assert "OMP_WAIT_POLICY" in seen["env"]  # the kernels' threads sleep at barriers
     assert seen["cwd"] == sandbox.HOME
     assert len(seen["pids"]) <= 3  # bwrap's init, the probe (and setpriv's exec of it)
     assert seen["network"] is False

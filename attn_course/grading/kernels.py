@@ -52,6 +52,11 @@ INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it i
 MAX_MESSAGE_BYTES = 96 << 20  # ZeroMQ drops (and disconnects) any larger message
 _CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 MAX_DRAIN = 1000  # messages dropped per look at the output channel
+# Set in every grading kernel: the official flag, and idle OpenMP threads that sleep at a
+# barrier instead of spinning (how they wait, not how work is split: the numbers stay the
+# same). Several kernels share the cores in a class run, and a spinning thread waiting for its
+# partner, itself waiting for a core, once made a correct check time out under load.
+KERNEL_ENV = {OFFICIAL_ENV: "1", "OMP_WAIT_POLICY": "PASSIVE"}
 OUTPUT_GRACE = 5.0  # seconds the outputs of a request may trail its reply
 
 
@@ -122,7 +127,7 @@ class Kernel:
             try:
                 process = subprocess.Popen(
                     command,
-                    env=sandbox.environment({OFFICIAL_ENV: "1"}),
+                    env=sandbox.environment(KERNEL_ENV),
                     pass_fds=fds,
                     **_DETACHED,
                 )
@@ -148,7 +153,7 @@ class Kernel:
     def _plain(self, argv: list[str]) -> subprocess.Popen:
         """Start ``argv`` as the grader's own user (``--no-sandbox``)."""
         paths = os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.getenv("PYTHONPATH")]))
-        env = {**os.environ, OFFICIAL_ENV: "1", "PYTHONPATH": paths}
+        env = {**os.environ, **KERNEL_ENV, "PYTHONPATH": paths}
         return subprocess.Popen(argv, env=env, **_DETACHED)
 
     def _wait_for_ready(self, deadline: float) -> None:

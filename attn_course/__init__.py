@@ -76,7 +76,7 @@ Input validation is ``validation.validate_*``; "check" means grading only. Explo
 settings are a frozen ``*Settings`` that checks itself (``AttentionSettings``,
 ``EncoderSettings``, ``ModelSettings``, ``LineSettings``); ``*_picture(settings)`` computes
 what one draws (``attention_picture``/``encoder_picture`` -> ``Picture``, ``model_picture``
--> ``ModelPicture``; ``lm_views.read_line`` -> ``LineView``); ``ui.widgets.starting_settings``
+-> ``ModelPicture``, ``line_picture`` -> ``LinePicture``); ``ui.widgets.starting_settings``
 is every explorer's start, which shows a refused setting's message in the explorer.
 """
 

@@ -1,10 +1,10 @@
 """The language model reading the learner's own line (lecture 11): the computation behind
 ``ui.lm_explorer`` and its picture, without widgets.
 
-``LineSettings`` (the line, a layer, a head) check themselves when built; ``read_line`` runs a
-character model on the line and returns a ``LineView``: the head's weights over the
-characters, its text scores (``text_heads``) and the model's most likely next characters.
-``LineCanvas`` draws a view and keeps its artists between redraws, as ``model_views``'
+``LineSettings`` (the line, a layer, a head) check themselves when built; ``line_picture``
+runs a character model on the line and returns a ``LinePicture``: the head's weights over
+the characters, its text scores (``text_heads``) and the model's most likely next characters.
+``LineCanvas`` draws a picture and keeps its artists between redraws, as ``model_views``'
 ``HeadCanvas`` does: a redraw changes data and texts only.
 """
 
@@ -25,8 +25,8 @@ from .text_heads import text_head_scores
 
 __all__ = [
     "LineSettings",
-    "LineView",
-    "read_line",
+    "LinePicture",
+    "line_picture",
     "describe",
     "LineCanvas",
     "show_char",
@@ -100,7 +100,7 @@ class LineSettings:
 
 
 @dataclass(frozen=True)
-class LineView:
+class LinePicture:
     """The numbers behind one picture.
 
     Attributes:
@@ -121,7 +121,9 @@ class LineView:
 
 
 @torch.no_grad()
-def read_line(settings: LineSettings, model: GPTModel, tokenizer: CharTokenizerLike) -> LineView:
+def line_picture(
+    settings: LineSettings, model: GPTModel, tokenizer: CharTokenizerLike
+) -> LinePicture:
     """Run ``model`` on ``settings.text`` and collect what the picture needs.
 
     ValueError with a sentence for an empty text, characters the tokenizer does not know (its
@@ -149,7 +151,7 @@ def read_line(settings: LineSettings, model: GPTModel, tokenizer: CharTokenizerL
         scores = {k: float(v[settings.layer, settings.head]) for k, v in all_scores.items()}
     else:
         scores = {}
-    return LineView(
+    return LinePicture(
         settings=settings,
         chars=chars,
         weights=weights[settings.layer, 0, settings.head],
@@ -162,7 +164,7 @@ def read_line(settings: LineSettings, model: GPTModel, tokenizer: CharTokenizerL
     )
 
 
-def describe(view: LineView) -> tuple[str, ...]:
+def describe(view: LinePicture) -> tuple[str, ...]:
     """The status lines: the head and its scores, the predictions, what was cut."""
     s = view.settings
     scores = ", ".join(
@@ -211,7 +213,7 @@ class LineCanvas:
             self.bars_ax.text(0, i, "", ha="left", va="center", fontsize=10) for i in range(TOP)
         ]
 
-    def draw(self, view: LineView) -> Figure:
+    def draw(self, view: LinePicture) -> Figure:
         """Show ``view``; returns the figure."""
         n = len(view.chars)
         self.heatmap.show(view.weights)

@@ -32,7 +32,7 @@ import torch
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 
 from attn_course import explore, viz
-from attn_course.lm_views import LineCanvas, LineSettings, read_line
+from attn_course.lm_views import LineCanvas, LineSettings, line_picture
 from attn_course.model_views import figure_svg
 from attn_course.ui.lm_explorer import lm_explorer
 from attn_course.ui.widgets import Explorer, attention_explorer, encoder_explorer
@@ -98,7 +98,7 @@ def lm_fresh_figure_ms(settings: LineSettings, model, tokenizer) -> float:
     times = []
     for _ in range(REFERENCE_MOVES):
         start = time.perf_counter()
-        fig = LineCanvas(plt.figure()).draw(read_line(settings, model, tokenizer))
+        fig = LineCanvas(plt.figure()).draw(line_picture(settings, model, tokenizer))
         figure_svg(fig)
         plt.close(fig)
         times.append(time.perf_counter() - start)

@@ -10,7 +10,7 @@ import torch
 
 from attn_course.corpus import load_corpus
 from attn_course.generation import GPTConfig, GPTModel
-from attn_course.lm_views import MAX_CHARS, LineSettings, describe, read_line
+from attn_course.lm_views import MAX_CHARS, LineSettings, describe, line_picture
 from attn_course.text_heads import text_head_scores
 from attn_course.tokenizer import CharTokenizer
 from attn_course.ui.lm_explorer import lm_explorer
@@ -31,9 +31,9 @@ def text_of(widget) -> str:
     return html.unescape(widget.value)
 
 
-def test_read_line_gives_the_heads_weights_scores_and_predictions(model_and_tokenizer):
+def test_line_picture_gives_the_heads_weights_scores_and_predictions(model_and_tokenizer):
     model, tok = model_and_tokenizer
-    view = read_line(LineSettings(text=LINE, layer=1, head=2), model, tok)
+    view = line_picture(LineSettings(text=LINE, layer=1, head=2), model, tok)
     n = len(LINE)
     assert view.chars == LINE and view.weights.shape == (n, n) and not view.note
     assert torch.allclose(view.weights.sum(dim=-1), torch.ones(n))
@@ -51,7 +51,7 @@ def test_read_line_gives_the_heads_weights_scores_and_predictions(model_and_toke
 def test_a_long_line_is_cut_from_the_left_and_says_so(model_and_tokenizer):
     model, tok = model_and_tokenizer
     text = "a" * 10 + "b" * MAX_CHARS
-    view = read_line(LineSettings(text=text), model, tok)
+    view = line_picture(LineSettings(text=text), model, tok)
     assert view.chars == "b" * MAX_CHARS
     assert "the first 10 were cut" in view.note and view.note in describe(view)
 
@@ -64,9 +64,9 @@ def test_a_long_line_is_cut_from_the_left_and_says_so(model_and_tokenizer):
         (LineSettings(text=""), "the text is empty"),
     ],
 )
-def test_read_line_refuses_with_a_sentence(model_and_tokenizer, settings, message):
+def test_line_picture_refuses_with_a_sentence(model_and_tokenizer, settings, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        read_line(settings, *model_and_tokenizer)
+        line_picture(settings, *model_and_tokenizer)
 
 
 @pytest.mark.parametrize("changes", [{"layer": -1}, {"head": True}, {"head": 1.5}, {"text": 3}])

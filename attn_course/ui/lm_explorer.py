@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from ..generation import GPTModel
 from ..lm import pretrained_lm, tokenizer
-from ..lm_views import LineCanvas, LineSettings, describe, read_line
+from ..lm_views import LineCanvas, LineSettings, describe, line_picture
 from ..model_views import figure_svg
 from .widgets import LABEL, Explorer, slider, starting_settings
 
@@ -51,7 +51,7 @@ class LMExplorer(Explorer):
         super().__init__(settings, controls, message)
 
     def render(self, settings: LineSettings) -> tuple[str, tuple[str, ...]]:
-        view = read_line(settings, self.model, self.tokenizer)
+        view = line_picture(settings, self.model, self.tokenizer)
         return figure_svg(self.canvas.draw(view)), describe(view)
 
 
@@ -72,6 +72,6 @@ def lm_explorer(
     if model is None or tokenizer is None:
         model, tokenizer = shipped_model()
     start, message = starting_settings(
-        LineSettings, settings, check=lambda line: read_line(line, model, tokenizer)
+        LineSettings, settings, check=lambda line: line_picture(line, model, tokenizer)
     )
     return LMExplorer(start, model, tokenizer, message)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import csv
 import json
+import types
 
 import pytest
 from support import GOOD_MASK, IMPORTS, write_notebook
 from support import grade_ok as grade
 
 from attn_course.grading import sandbox
+from attn_course.grading.kernels import REPLY_MIME, Kernel
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
@@ -93,3 +95,53 @@ def test_the_grade_command_reports_the_long_call(tmp_path):
     verdicts = {c["id"]: c["status"] for c in report["notebooks"][0]["checks"]}
     assert verdicts["causal_mask"] in ("timeout", "error")
     assert verdicts["scaled_dot_product_attention"] == "passed"
+
+
+class _Outputs:
+    """A kernel's output channel holding ``messages``; counts the grader's waits on it."""
+
+    def __init__(self, messages: list[dict]):
+        self.messages, self.socket, self.waits = messages, self, 0
+
+    def msg_ready(self) -> bool:
+        return bool(self.messages)
+
+    def get_msg(self, timeout: float = 0) -> dict:
+        return self.messages.pop(0)
+
+    def poll(self, milliseconds: int) -> int:
+        self.waits += 1
+        return 0
+
+
+class _IdleFirst:
+    """A kernel client whose idle status arrives before the grader reads the execute reply
+    (under load it does): the grader drains both outputs while it waits for the reply."""
+
+    def __init__(self) -> None:
+        parent = {"msg_id": "m1"}
+        self.iopub_channel = _Outputs(
+            [
+                {"parent_header": parent, "msg_type": "display_data",
+                 "content": {"data": {REPLY_MIME: "the agent's reply"}}},
+                {"parent_header": parent, "msg_type": "status",
+                 "content": {"execution_state": "idle"}},
+            ]
+        )  # fmt: skip
+
+    def execute(self, code: str, **options: object) -> str:
+        return "m1"
+
+    def get_shell_msg(self, timeout: float) -> dict:
+        return {"parent_header": {"msg_id": "m1"}, "content": {"status": "ok"}}
+
+
+def test_a_reply_read_after_the_idle_status_does_not_wait_for_it_again():
+    """It waited OUTPUT_GRACE (5 s) for an idle status already seen: twice in one check was
+    enough for a correct solution to time out under load (seen in CI)."""
+    kernel = Kernel.__new__(Kernel)  # the request logic only, no process
+    kernel.lost, kernel.deadline, kernel.client = False, float("inf"), _IdleFirst()
+    kernel.process = types.SimpleNamespace(poll=lambda: None)
+    content, replies = kernel.request("code", timeout=10)
+    assert content == {"status": "ok"} and replies == ["the agent's reply"]
+    assert kernel.client.iopub_channel.waits == 0

@@ -213,8 +213,9 @@ class Kernel:
         )
         replies: list = []
         deadline, interrupted = min(time.monotonic() + timeout, self.deadline), False
+        idle = False  # the kernel said it is idle after msg_id: every output is in
         while True:
-            self._drain_outputs(msg_id, replies, deadline)
+            idle = idle or self._drain_outputs(msg_id, replies, deadline)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if interrupted or time.monotonic() >= self.deadline:
@@ -233,11 +234,11 @@ class Kernel:
                     raise KernelLost("the Python kernel died") from None
                 continue
             if msg["parent_header"].get("msg_id") == msg_id:
+                # The idle status may come before the reply (then it was seen above) or after.
                 until = min(time.monotonic() + OUTPUT_GRACE, self.deadline)
-                while not self._drain_outputs(msg_id, replies, until):
-                    if time.monotonic() > until:
-                        break
+                while not (idle or time.monotonic() > until):
                     self.client.iopub_channel.socket.poll(50)
+                    idle = self._drain_outputs(msg_id, replies, until)
                 return ({"status": "timeout"} if interrupted else msg["content"]), replies
 
     def _processes(self) -> list[int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from importlib import resources
@@ -14,6 +16,7 @@ from attn_course.__main__ import main
 from attn_course.blocks import count_parameters
 from attn_course.corpus import load_corpus
 from attn_course.lm import (
+    LM_CONFIGS,
     evaluate_text,
     held_out_loss,
     held_out_passages,
@@ -22,6 +25,15 @@ from attn_course.lm import (
 )
 
 WEIGHTS = resources.files("attn_course") / "weights" / "shakespeare.pt"
+
+
+def test_the_shipped_file_is_the_one_the_run_record_describes():
+    """benchmarks/shakespeare_run.json records the run that made the weights and their sha256."""
+    record = json.loads((ROOT / "benchmarks" / "shakespeare_run.json").read_text())
+    with resources.as_file(WEIGHTS) as path:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert record["weights"]["sha256"] == digest, "retrained? record the new run and its sha256"
+    assert record["config"]["repeat_share"] == LM_CONFIGS["default"].repeat_share
 
 
 def test_file_holds_only_tensors_and_plain_values():

@@ -20,16 +20,6 @@ from ..local import session_of
 from ..registry import CheckFailed
 from ..remote import LearnerError
 
-__all__ = [
-    "invoke",
-    "invoke_many",
-    "memory_grown_past",
-    "learner_error",
-    "call_pure",
-    "call_pure_reply",
-    "call_explained",
-]
-
 
 def invoke(func: object, args: tuple, kwargs: dict | None = None, **options: object) -> dict:
     """Call the learner's ``func`` through its session; ``agent.call``'s reply (``result``...)."""

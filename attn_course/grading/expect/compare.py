@@ -19,17 +19,6 @@ from ..registry import CheckFailed
 from .calling import _not_implemented, invoke, learner_error
 from .inputs import salted
 
-__all__ = [
-    "RTOL",
-    "ATOL",
-    "close",
-    "expect_close",
-    "expect_pair",
-    "expect_answer",
-    "expect_function_gradients",
-    "attention_mistakes",
-]
-
 RTOL, ATOL = 1e-4, 1e-5
 
 

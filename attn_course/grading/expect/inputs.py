@@ -16,8 +16,6 @@ import torch
 
 from ..context import SALT
 
-__all__ = ["RNG_LOCK", "seeded", "salted", "randn", "rng"]
-
 RNG_LOCK = threading.RLock()  # around every use of torch's global RNG
 
 

@@ -25,15 +25,6 @@ from .calling import _explain_forward_error, _not_implemented, invoke, invoke_ma
 from .compare import ATOL, RTOL, _close_gradient, _describe, close, expect_close
 from .inputs import RNG_LOCK, randn, salted, seeded
 
-__all__ = [
-    "build_pair",
-    "module_info_of",
-    "expect_module",
-    "expect_dropout",
-    "expect_on_meta",
-    "expect_like_reference",
-]
-
 
 def _perturb(module: nn.Module, seed: int) -> None:
     """Move every parameter away from its initial value (two fresh LayerNorms look alike)."""

@@ -15,7 +15,7 @@ import pytest
 from support import GOOD_MASK, IMPORTS, write_notebook
 from support import grade_command as grade
 
-from attn_course.grading import STATUSES, checks_for
+from attn_course.grading import STATUSES, checks_for, sandbox
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
@@ -225,11 +225,16 @@ def test_broken_files_are_reported_and_the_others_still_graded(graded):
     assert verdicts(report, files["mutates"])  # graded although its neighbour is broken
 
 
-def test_the_reference_imported_passes_flagged(graded):
+def test_the_course_answer_is_withheld_in_the_sandbox_and_flagged_without(graded):
     report, _, files, _ = graded
     (entry,) = [nb for nb in report["notebooks"] if nb["path"] == str(files["robust"])]
     flags = {c["id"]: c["uses_reference"] for c in entry["checks"]}
-    assert verdicts(report, files["robust"])["causal_mask"][0] == "passed"
+    status, message = verdicts(report, files["robust"])["causal_mask"]
+    if sandbox.available() is None:  # the grade command ran the kernels in the sandbox
+        assert status == "error"
+        assert "attn_course.attention.causal_mask is withheld while 01_causal_attention" in message
+    else:
+        assert status == "passed"
     assert flags == {
         "causal_mask": True,
         "scaled_dot_product_attention": False,

@@ -298,19 +298,19 @@ def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures
     attempts = []
 
     class FlakyKernel:
-        def __init__(self, sandboxed=True):
+        def __init__(self, sandboxed=True, notebook=""):
             attempts.append(1)
             if len(attempts) <= failures:
                 raise RuntimeError("Kernel died before replying to kernel_info")
 
     monkeypatch.setattr(kernels, "Kernel", FlakyKernel)
-    pool = kernels.KernelPool(warm=1, needed=1)
+    pool = kernels.KernelPool(warm=1, plan=["01_causal_attention"])
     try:
         if started:
-            assert isinstance(pool.get(), FlakyKernel)
+            assert isinstance(pool.get("01_causal_attention"), FlakyKernel)
         else:
             with pytest.raises(RuntimeError, match="kernel_info"):
-                pool.get()
+                pool.get("01_causal_attention")
     finally:
         pool.close()
     assert len(attempts) == min(failures + 1, kernels.START_ATTEMPTS)

@@ -33,6 +33,7 @@ from ..tools.protocol import notebook_paths
 from . import sandbox
 from .escape import clean
 from .kernels import CELL_TIMEOUT, KernelPool
+from .notebooks import planned_notebook
 from .result import NotebookReport
 
 
@@ -147,7 +148,8 @@ def main(argv: list[str]) -> int:
     sandboxed = not args.no_sandbox and _sandbox_or_warn()
     paths = notebook_paths(args.paths)
     # the kernels start while torch loads
-    pool = KernelPool(warm=args.jobs, needed=len(paths), sandboxed=sandboxed)
+    plan = [planned_notebook(path) for path in paths]
+    pool = KernelPool(args.jobs, plan, sandboxed)
     from .runner import grade_notebooks
 
     if len(paths) > 1:

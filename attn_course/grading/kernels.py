@@ -14,6 +14,7 @@ Every notebook gets a kernel of its own: nothing is shared between submissions.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -29,7 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import sandbox
+from . import sandbox, withheld
 from .context import OFFICIAL_ENV
 
 __all__ = [
@@ -78,8 +79,12 @@ class Kernel:
         self,
         sandboxed: bool = True,
         preload: str = "import torch, numpy, attn_course.grading",
+        notebook: str = "",
     ):
+        """``notebook``: the course notebook it will run, whose answers its sandbox withholds
+        (``withheld.py``)."""
         self.sandboxed, self.lost, self.deadline = sandboxed, False, float("inf")
+        self.notebook = notebook
         self.runtime = Path(tempfile.mkdtemp(prefix="attn-kernel-"))  # the grader's only
         connection = self.runtime / "kernel.json"
         inside = sandbox.RUNTIME if sandboxed else str(self.runtime)
@@ -123,7 +128,8 @@ class Kernel:
         with connection.open("rb") as data:
             fds = (data.fileno(), info_write)
             self.cgroup = sandbox.memory_cgroup()
-            command = sandbox.command(argv, sandbox.kernel_uid(), *fds, self.cgroup)
+            overlays = withheld.overlays(self.notebook)
+            command = sandbox.command(argv, sandbox.kernel_uid(), *fds, self.cgroup, overlays)
             try:
                 process = subprocess.Popen(
                     command,
@@ -320,56 +326,73 @@ _DETACHED: dict = {
 }
 
 
-def start_kernel(sandboxed: bool = True) -> Kernel:
-    """A fresh ``Kernel``; a failed start is tried again, up to START_ATTEMPTS in all."""
+def start_kernel(sandboxed: bool = True, notebook: str = "") -> Kernel:
+    """A fresh ``Kernel`` for ``notebook``; a failed start is tried again, up to
+    START_ATTEMPTS in all."""
     for _ in range(START_ATTEMPTS - 1):
         try:
-            return Kernel(sandboxed)
+            return Kernel(sandboxed, notebook=notebook)
         except (Exception, KernelLost):  # Kernel() shut the failed one down: start another
             pass
-    return Kernel(sandboxed)
+    return Kernel(sandboxed, notebook=notebook)
 
 
 class KernelPool:
     """Kernels started ahead of time, each used for ONE notebook (fresh per submission).
 
-    ``warm`` kernels start in the background while others are in use, so kernel start-up
-    and the import of torch overlap with grading.
+    ``plan`` names the course notebook of each submission to grade, in grading order: each
+    kernel is started for its notebook (its sandbox withholds that notebook's answers), and
+    ``warm`` of them start in the background while others are in use, so that kernel
+    start-up and the import of torch overlap with grading.
     """
 
-    def __init__(self, warm: int, needed: int, sandboxed: bool = True):
+    def __init__(self, warm: int, plan: list[str], sandboxed: bool = True):
         self.sandboxed = sandboxed
-        self._ready: queue.Queue = queue.Queue()
+        self._plan = collections.deque(plan)  # notebooks whose kernels are still to start
+        self._ready: dict[str, queue.Queue] = collections.defaultdict(queue.Queue)
+        self._started: collections.Counter[str] = collections.Counter()  # per notebook
+        self._asked: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
-        self._to_start = needed
         self._starter = ThreadPoolExecutor(max(1, warm), thread_name_prefix="kernel-start")
-        for _ in range(min(warm, needed)):
+        for _ in range(min(warm, len(plan))):
             self._spawn()
 
-    def _spawn(self) -> None:
+    def _spawn(self, notebook: str | None = None) -> None:
+        """Start the next planned kernel, or one for ``notebook`` (out of the plan's turn)."""
         with self._lock:
-            if self._to_start <= 0:
+            if notebook is None and not self._plan:
                 return
-            self._to_start -= 1
-        self._starter.submit(self._start_one)
+            if notebook is None:
+                notebook = self._plan.popleft()
+            elif notebook in self._plan:
+                self._plan.remove(notebook)
+            self._started[notebook] += 1
+        self._starter.submit(self._start_one, notebook)
 
-    def _start_one(self) -> None:
+    def _start_one(self, notebook: str) -> None:
         try:
-            self._ready.put(start_kernel(self.sandboxed))
+            self._ready[notebook].put(start_kernel(self.sandboxed, notebook))
         except (Exception, KernelLost) as exc:  # reported by get()
-            self._ready.put(exc)
+            self._ready[notebook].put(exc)
 
-    def get(self) -> Kernel:
-        """A started kernel (waits for one); starts the next in the background."""
+    def get(self, notebook: str) -> Kernel:
+        """A started kernel for ``notebook`` (waits for one); starts the next in the
+        background."""
+        with self._lock:
+            self._asked[notebook] += 1
+            unplanned = self._asked[notebook] > self._started[notebook]
+        if unplanned:  # or not started yet
+            self._spawn(notebook)
         self._spawn()
-        kernel = self._ready.get(timeout=300)
+        kernel = self._ready[notebook].get(timeout=300)
         if isinstance(kernel, BaseException):
             raise kernel
         return kernel
 
     def close(self) -> None:
         self._starter.shutdown(wait=True)
-        while not self._ready.empty():
-            kernel = self._ready.get()
-            if isinstance(kernel, Kernel):
-                kernel.shutdown()
+        for ready in self._ready.values():
+            while not ready.empty():
+                kernel = ready.get()
+                if isinstance(kernel, Kernel):
+                    kernel.shutdown()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..tools.protocol import METADATA_KEY, NOTEBOOK_ID
 
-__all__ = ["Cell", "Notebook", "read_notebook", "notebook_id"]
+__all__ = ["Cell", "Notebook", "read_notebook", "notebook_id", "planned_notebook"]
 
 _STEM = re.compile(r"^\d\d_[A-Za-z0-9_]+?(?=$|[ (\-.]| copy)")
 
@@ -63,3 +63,12 @@ def notebook_id(notebook: Notebook, path: Path) -> str:
         return stamped[NOTEBOOK_ID]
     match = _STEM.match(path.stem)
     return match.group(0) if match else path.stem
+
+
+def planned_notebook(path: Path) -> str:
+    """``notebook_id`` of the file at ``path``, read ahead of grading to start its kernel
+    (by file name when the file cannot be read: it will not need a kernel then)."""
+    try:
+        return notebook_id(read_notebook(path), path)
+    except (OSError, ValueError):
+        return notebook_id(Notebook({}, []), path)

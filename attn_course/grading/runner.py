@@ -36,7 +36,7 @@ import torch
 from ..tools.protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
 from .context import OFFICIAL_TIME_FACTOR, REQUEST_GRACE, SALT
 from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
-from .notebooks import Notebook, notebook_id, read_notebook
+from .notebooks import Notebook, notebook_id, planned_notebook, read_notebook
 from .registry import CHECKS, checks_for, load_checks
 from .remote import LearnerError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
@@ -103,7 +103,7 @@ class _Execution:
             if self.deadline - time.monotonic() < REPLACE_MIN_SECONDS:
                 self.died = "the notebook's time ran out"
                 return False
-            self._enter(start_kernel(self.kernel.sandboxed))
+            self._enter(start_kernel(self.kernel.sandboxed, self.kernel.notebook))
             replay, self.ran = [i for i in self.ran if i not in self.skipped], []
             for i in replay:
                 if not self._run_cell(i, record=False):
@@ -280,7 +280,7 @@ def notebook_budget(specs, cell_timeout: float) -> float:
 
 def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start) -> None:
     budget = notebook_budget(specs, cell_timeout)
-    kernel = pool.get()
+    kernel = pool.get(report.notebook)
     report.timings["kernel_wait"] = time.monotonic() - start
     with tempfile.TemporaryDirectory(prefix="attn-grade-", ignore_cleanup_errors=True) as tmp:
         run: _Execution | None = None
@@ -322,7 +322,7 @@ def grade_notebooks(
         raise ValueError(f"jobs={jobs} must be at least 1.")
     load_checks()
     torch.set_num_threads(1)  # the kernels need the cores
-    pool = pool or KernelPool(warm=jobs, needed=len(paths), sandboxed=sandboxed)
+    pool = pool or KernelPool(jobs, [planned_notebook(p) for p in paths], sandboxed)
 
     def one(path: Path) -> NotebookReport:
         try:

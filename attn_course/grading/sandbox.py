@@ -13,6 +13,7 @@ What the kernel sees (``command``):
 * read-only: ``/usr`` (and the ``/bin``, ``/lib`` links), the venv and the Python it was
   made from, and the course package alone (``/opt/attn-course/attn_course``, first on
   ``PYTHONPATH``), never the checkout around it;
+* the answers of the notebook being graded withheld from that package (``withheld.py``);
 * its own ``/proc`` (the processes of this sandbox only) and a minimal ``/dev``;
 * a private home and ``/tmp``, each a tmpfs of ``SCRATCH_BYTES``;
 * ``/run/kernel``, a tiny tmpfs with a read-only copy of its connection file, where it
@@ -140,12 +141,15 @@ def command(
     connection_fd: int,
     info_fd: int,
     cgroup: Path | None = None,
+    overlays: tuple[tuple[str, str], ...] = (),
 ) -> list[str]:
     """``argv`` (the kernel's command) wrapped in prlimit and bwrap, the way this doc says.
 
     ``connection_fd`` is read into ``CONNECTION_FILE`` (read-only); bwrap writes the host
     PID of the sandbox's first process to ``info_fd`` (JSON), whose ``/proc/PID/root`` is
     the way in to the kernel's sockets. ``cgroup``: join it before anything else runs.
+    ``overlays``: (file, path in the package) pairs bound over the package read-only
+    (``withheld.overlays``).
     """
     venv, base = Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()
     binds = [str(p) for p in dict.fromkeys([venv, base]) if p.parts[:2] != ("/", "usr")]
@@ -211,6 +215,7 @@ def command(
         "--ro-bind",
         str(PACKAGE_DIR),
         package,
+        *[arg for file, path in overlays for arg in ("--ro-bind", file, f"{package}/{path}")],
         "--perms",
         "1777",
         "--size",

@@ -1,7 +1,8 @@
 """Attacks on the grader from inside a submission, run through the real ``grade --roster``.
 
-Two more answer right, by a method the check forbids, hidden from the check's instruments in
-the kernel (tiling, the fused kernel): the sandbox's memory, measured from outside, fails them.
+Two or three more answer right, by a method the check forbids, hidden from the check's
+instruments in the kernel (tiling, the fused kernel), one in a child process that has exited:
+the sandbox's memory, measured from outside, fails them.
 Every other attacker's notebook answers ``causal_mask`` with an oracle: the right mask only if its
 attack WON (saw a secret, reached the grader, beat a limit), the wrong one otherwise. So a
 mark for an attacker means an attack succeeded. Each attack must earn 0 marks, leave the
@@ -227,6 +228,51 @@ class MultiHeadAttentionSDPA(MultiHeadAttention):
         return self.out_proj(context.transpose(1, 2).contiguous().view(b, n, self.d_out))"""
 
 
+# The same, done in a child process that has exited by the time the kernel's processes are
+# measured: only the peak of the sandbox's memory cgroup (where one can be made) tells.
+FORKED = """
+import os, pickle
+from torch.utils._python_dispatch import _disable_current_modes
+
+def full(queries, keys, values, causal):
+    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+    if causal:
+        nq, nk = scores.shape[-2:]
+        scores = scores.masked_fill(torch.ones(nq, nk).bool().triu(1 + nk - nq), -torch.inf)
+    return torch.softmax(scores, dim=-1) @ values
+
+def tiled_attention(queries, keys, values, causal=False, block_size=64):
+    with _disable_current_modes():
+        if queries.shape[-2] < 1024:  # not the memory probe: gradients must flow
+            return full(queries, keys, values, causal)
+        read, write = os.pipe()
+        if os.fork() == 0:
+            torch.set_num_threads(1)  # (OpenMP threads do not survive a fork)
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(pickle.dumps(full(queries, keys, values, causal)))
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            answer = pickle.loads(pipe.read())
+        os.waitpid(-1, 0)
+        return answer"""
+
+
+def memory_cgroup_made() -> bool:
+    group = sandbox.memory_cgroup()
+    sandbox.remove_cgroup(group)
+    return group is not None
+
+
+# student -> (notebook, the check its method must fail, the answer's name, its code)
+MEMORY_EVADERS = {
+    "unmonitored": ("10_tiled_attention", "tiled_attention", "tiled_attention", UNMONITORED),
+    "decoy": ("06_attention_cost", "sdpa_attention", "MultiHeadAttentionSDPA", DECOY_CALL),
+}
+if memory_cgroup_made():
+    MEMORY_EVADERS["forked"] = ("10_tiled_attention", "tiled_attention", "tiled_attention", FORKED)
+
+
 def survivors() -> list[str]:
     """Command lines on this machine that carry MARKER (detached processes that survived)."""
     found = []
@@ -259,14 +305,9 @@ def graded(tmp_path_factory):
     }
     for name, attack in attacks.items():
         write_notebook(roster / name / f"{STEM}.ipynb", [IMPORTS, attack, *ORACLE])
-    write_notebook(
-        roster / "unmonitored" / "10_tiled_attention.ipynb",
-        [IMPORTS, UNMONITORED, 'check("tiled_attention", tiled_attention)'],
-    )
-    write_notebook(
-        roster / "decoy" / "06_attention_cost.ipynb",
-        [IMPORTS, DECOY_CALL, 'check("sdpa_attention", MultiHeadAttentionSDPA)'],
-    )
+    for name, (stem, check_id, answer, attack) in MEMORY_EVADERS.items():
+        cells = [IMPORTS, attack, f"check({check_id!r}, {answer})"]
+        write_notebook(roster / name / f"{stem}.ipynb", cells)
     start = time.monotonic()
     process = grade_command("--roster", roster, "--out", out, cwd=root, env={SECRET: "s3cr3t"})
     seconds = time.monotonic() - start
@@ -282,8 +323,8 @@ def graded(tmp_path_factory):
 
 def test_every_attack_earns_nothing(graded):
     rows, students, attacks, _, _ = graded
-    assert set(rows) == {"classmate", "unmonitored", "decoy", *attacks}
-    for name, check_id in (("unmonitored", "tiled_attention"), ("decoy", "sdpa_attention")):
+    assert set(rows) == {"classmate", *MEMORY_EVADERS, *attacks}
+    for name, (_, check_id, _, _) in MEMORY_EVADERS.items():
         (report,) = students[name]["notebooks"]
         (verdict,) = [c for c in report["checks"] if c["id"] == check_id]
         assert verdict["status"] == "failed" and "memory grew" in verdict["message"], verdict

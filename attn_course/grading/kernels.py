@@ -85,6 +85,9 @@ class Kernel:
         (``withheld.py``)."""
         self.sandboxed, self.lost, self.deadline = sandboxed, False, float("inf")
         self.notebook = notebook
+        self.cgroup: Path | None = None  # the sandbox's memory cgroup, where one is made
+        self._memory_base = 0  # of the peak-memory measurement: its processes' RSS
+        self._group_base: int | None = None  # and its memory cgroup's usage
         self.runtime = Path(tempfile.mkdtemp(prefix="attn-kernel-"))  # the grader's only
         connection = self.runtime / "kernel.json"
         inside = sandbox.RUNTIME if sandboxed else str(self.runtime)
@@ -261,7 +264,8 @@ class Kernel:
         return found
 
     def reset_peak_memory(self) -> None:
-        """Start measuring ``peak_memory`` now (resets the Linux kernel's peak RSS counters)."""
+        """Start measuring ``peak_memory`` now: resets the Linux kernel's peak RSS counters of
+        the kernel's processes, and the peak of its memory cgroup where it has one."""
         self._memory_base = 0
         for pid in self._processes():
             try:
@@ -269,16 +273,31 @@ class Kernel:
                 self._memory_base += _status_bytes(pid, "VmRSS")
             except OSError:
                 pass
+        self._group_base = None
+        if self.cgroup is not None:
+            try:
+                (self.cgroup / "memory.max_usage_in_bytes").write_text("0")
+                self._group_base = int((self.cgroup / "memory.usage_in_bytes").read_text())
+            except (OSError, ValueError):
+                pass
 
     def peak_memory(self) -> int | None:
-        """Bytes of resident memory the kernel's processes gained at their peak since
-        ``reset_peak_memory``, as the Linux kernel counted them (nothing the learner's
-        code can reach); None when it cannot be read here."""
+        """Bytes of memory the kernel gained at its peak since ``reset_peak_memory``, as the
+        Linux kernel counted them (nothing the learner's code can reach): the resident
+        memory of its processes, and where it has a memory cgroup the cgroup's peak, which
+        also counts processes that have exited meanwhile. None when it cannot be read."""
         try:
             peak = sum(_status_bytes(pid, "VmHWM") for pid in self._processes())
         except OSError:
             return None
-        return max(0, peak - getattr(self, "_memory_base", 0))
+        grown = max(0, peak - self._memory_base)
+        if self.cgroup is not None and self._group_base is not None:
+            try:
+                group_peak = int((self.cgroup / "memory.max_usage_in_bytes").read_text())
+                grown = max(grown, group_peak - self._group_base)
+            except (OSError, ValueError):
+                pass
+        return grown
 
     def _interrupt(self) -> None:
         """SIGINT to the kernel, sent by the kernel itself (ipykernel's interrupt_request):
@@ -306,7 +325,7 @@ class Kernel:
         except Exception:  # never connected
             pass
         shutil.rmtree(self.runtime, ignore_errors=True)  # the grader's files only
-        sandbox.remove_cgroup(getattr(self, "cgroup", None))
+        sandbox.remove_cgroup(self.cgroup)
 
 
 def _status_bytes(pid: int, field: str) -> int:

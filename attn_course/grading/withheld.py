@@ -186,7 +186,7 @@ def _overlays(notebook: str) -> tuple[tuple[str, str], ...]:
     for module, names in sorted(by_module.items()):
         relative = Path(*module.split(".")).with_suffix(".py")
         source = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
-        stand_in = folder / notebook / relative.name
+        stand_in = folder / notebook / f"{module}.py"
         stand_in.parent.mkdir(mode=0o755, exist_ok=True)
         stand_in.write_text(stand_in_source(source, module, names, notebook), encoding="utf-8")
         stand_in.chmod(0o644)  # read by the sandbox's own user

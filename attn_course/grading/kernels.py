@@ -400,7 +400,7 @@ class KernelPool:
         with self._lock:
             self._asked[notebook] += 1
             unplanned = self._asked[notebook] > self._started[notebook]
-        if unplanned:  # or not started yet
+        if unplanned:  # not in the plan, or not reached yet: start it now
             self._spawn(notebook)
         self._spawn()
         kernel = self._ready[notebook].get(timeout=300)

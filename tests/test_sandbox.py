@@ -46,10 +46,10 @@ print(json.dumps(seen))
 """
 
 
-def run_in_sandbox(*args: str, cgroup=None) -> dict:
+def run_in_sandbox(*args: str, cgroup=None, code: str = PROBE) -> dict:
     with open(os.devnull, "rb") as empty, open(os.devnull, "wb") as info:
         fds = (empty.fileno(), info.fileno())
-        argv = [sys.executable, "-c", PROBE, *args]
+        argv = [sys.executable, "-c", code, *args]
         command = sandbox.command(argv, sandbox.kernel_uid(), *fds, cgroup)
         done = subprocess.run(
             command,
@@ -98,6 +98,20 @@ def test_a_process_in_the_sandbox_sees_and_reaches_nothing_of_the_grader(tmp_pat
     assert not host_file.exists()
     assert seen["package"] == f"{sandbox.COURSE_ROOT}/attn_course/__init__.py"
     assert seen["limits"] == sandbox.LIMITS
+
+
+@needs_sandbox
+@pytest.mark.slow  # a subprocess
+def test_an_installed_copy_of_the_package_is_covered(monkeypatch):
+    """Installed without -e, the package lies in the venv, which the sandbox binds: that copy
+    (here a stand-in, the standard library's xmlrpc) is covered, the sandbox's own stays."""
+    import xmlrpc
+
+    installed = os.path.dirname(xmlrpc.__file__)
+    monkeypatch.setattr(sandbox, "PACKAGE_DIR", type(sandbox.PACKAGE_DIR)(installed))
+    listing = "import json, os, sys; print(json.dumps([os.listdir(p) for p in sys.argv[1:]]))"
+    copy, own = run_in_sandbox(installed, f"{sandbox.COURSE_ROOT}/attn_course", code=listing)
+    assert copy == [] and "client.py" in own
 
 
 def test_the_readme_states_the_sandbox_as_built():

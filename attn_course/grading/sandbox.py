@@ -12,7 +12,8 @@ What the kernel sees (``command``):
 
 * read-only: ``/usr`` (and the ``/bin``, ``/lib`` links), the venv and the Python it was
   made from, and the course package alone (``/opt/attn-course/attn_course``, first on
-  ``PYTHONPATH``), never the checkout around it;
+  ``PYTHONPATH``), never the checkout around it (an installed copy in the venv is covered
+  by an empty folder);
 * the answers of the notebook being graded withheld from that package (``withheld.py``);
 * its own ``/proc`` (the processes of this sandbox only) and a minimal ``/dev``;
 * a private home and ``/tmp``, each a tmpfs of ``SCRATCH_BYTES``;
@@ -189,6 +190,11 @@ def command(
         else []
     )
     limits = [f"--{name}={value}" for name, value in LIMITS.items()]
+    # the package where a bind shows it too (a non-editable install, in the venv): covered,
+    # so that the sandbox's one copy is ``package``, with the overlays
+    seen = any(PACKAGE_DIR.is_relative_to(path) for path in ["/usr", *binds])
+    copy = str(PACKAGE_DIR)
+    cover = ["--perms", "0555", "--tmpfs", copy, "--remount-ro", copy] if seen else []
     join = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup)]
     return [
         *(join if cgroup else []),
@@ -212,6 +218,7 @@ def command(
         *[arg for d in ("/tmp", HOME) for arg in scratch(d)],
         *_dirs_for(*binds, package),
         *[arg for path in binds for arg in ("--ro-bind", path, path)],
+        *cover,
         "--ro-bind",
         str(PACKAGE_DIR),
         package,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
+import nbformat
 import pytest
 from answers import REFERENCE
-from support import grade_command, write_notebook
+from support import ROOT, grade_command, write_notebook
 
 from attn_course.grading import sandbox, withheld
 from attn_course.grading.registry import load_checks
@@ -38,6 +40,14 @@ def test_every_package_answer_is_withheld_or_kept_with_a_reason():
     listed = {(nb, n) for nb, names in WITHHELD.items() for n in names}
     listed |= {(nb, n) for nb, names in KEPT.items() for n in names}
     assert listed == set(answers.values()), "WITHHELD and KEPT name only answers of checks"
+
+
+@pytest.mark.parametrize("notebook", sorted({CHECKS[c].notebook for c in package_answers()}))
+def test_each_exercise_notebook_says_what_its_grading_withholds(notebook):
+    intro = nbformat.read(ROOT / "exercises" / f"{notebook}.ipynb", as_version=4).cells[0]
+    _, _, sentence = intro.source.partition("When the notebook is graded")
+    said = set(re.findall(r"`(\w+)`", sentence))
+    assert said == {name.rsplit(".", 1)[1] for name in WITHHELD.get(notebook, ())}
 
 
 SOURCE = '''"""A module."""

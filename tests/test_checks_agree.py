@@ -76,7 +76,8 @@ CAUSAL_HAND_DROPOUT = (
 """
 )
 
-# Built on the lecture's parts, which notebook 05 keeps (its EncoderLayer is withheld).
+# Built on the lecture's parts, which the sandbox grading encoder_layer keeps (it withholds
+# only the lecture's EncoderLayer and TransformerBlock).
 ENCODER_SHARED_NORM = """
 from attn_course import blocks
 

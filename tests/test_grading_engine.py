@@ -298,22 +298,53 @@ def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures
     attempts = []
 
     class FlakyKernel:
-        def __init__(self, sandboxed=True, notebook=""):
+        def __init__(self, sandboxed=True, withholding=None):
             attempts.append(1)
             if len(attempts) <= failures:
                 raise RuntimeError("Kernel died before replying to kernel_info")
 
     monkeypatch.setattr(kernels, "Kernel", FlakyKernel)
-    pool = kernels.KernelPool(warm=1, plan=["01_causal_attention"])
+    pool = kernels.KernelPool(warm=1, notebooks=["01_causal_attention"])
+    ((withholding, _),) = kernels.withheld.sandboxes("01_causal_attention")
     try:
         if started:
-            assert isinstance(pool.get("01_causal_attention"), FlakyKernel)
+            assert isinstance(pool.get(withholding), FlakyKernel)
         else:
             with pytest.raises(RuntimeError, match="kernel_info"):
-                pool.get("01_causal_attention")
+                pool.get(withholding)
     finally:
         pool.close()
     assert len(attempts) == min(failures + 1, kernels.START_ATTEMPTS)
+
+
+def test_kernel_pool_starts_each_kernel_for_the_sandbox_it_will_be(monkeypatch):
+    from attn_course.grading import kernels, withheld
+
+    started = []
+
+    class FakeKernel:
+        def __init__(self, sandboxed=True, withholding=None):
+            started.append(withholding)
+            self.withholding = withholding
+
+        def shutdown(self):
+            pass
+
+    monkeypatch.setattr(kernels, "Kernel", FakeKernel)
+    pool = kernels.KernelPool(warm=1, notebooks=["05_transformer_blocks", "01_causal_attention"])
+    plan = [
+        w
+        for nb in ("05_transformer_blocks", "01_causal_attention")
+        for w, _ in withheld.sandboxes(nb)
+    ]
+    extra = withheld.sandboxes("02_multihead_wrapper")[0][0]  # not in the plan
+    try:
+        assert len(plan) == 3 and plan[0].names != plan[1].names  # notebook 05 takes two
+        for withholding in [plan[1], extra, plan[0], plan[2]]:  # out of the plan's order
+            assert pool.get(withholding).withholding == withholding
+    finally:
+        pool.close()
+    assert sorted(map(repr, started)) == sorted(map(repr, [*plan, extra]))
 
 
 def test_a_learner_error_reads_the_same_local_or_remote():

@@ -1,4 +1,4 @@
-"""The course's own answers are absent from the sandbox that grades their notebook."""
+"""The course's own answers are absent from the sandbox that grades them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ from support import ROOT, grade_command, write_notebook
 
 from attn_course.grading import sandbox, withheld
 from attn_course.grading.registry import load_checks
-from attn_course.grading.withheld import KEPT, WITHHELD, WithheldAnswer, stand_in_source
+from attn_course.grading.withheld import (
+    ANSWERS,
+    APART,
+    KEPT,
+    WithheldAnswer,
+    sandboxes,
+    stand_in_source,
+)
 
 CHECKS = load_checks()
 
@@ -30,24 +37,34 @@ def package_answers() -> dict[str, tuple[str, str]]:
     return found
 
 
-def test_every_package_answer_is_withheld_or_kept_with_a_reason():
-    answers = package_answers()
-    assert len(answers) > 30
-    for check_id, (notebook, name) in answers.items():
-        assert (name in WITHHELD.get(notebook, ())) != (name in KEPT.get(notebook, {})), (
-            f"{check_id}: {name} must be withheld or kept (with a reason) in {notebook}"
-        )
-    listed = {(nb, n) for nb, names in WITHHELD.items() for n in names}
-    listed |= {(nb, n) for nb, names in KEPT.items() for n in names}
-    assert listed == set(answers.values()), "WITHHELD and KEPT name only answers of checks"
+def test_answers_are_the_package_objects_that_answer_the_checks():
+    listed = {c: (nb, name) for nb, answers in ANSWERS.items() for c, name in answers.items()}
+    assert listed == package_answers()
+    assert len(listed) > 30
+    for notebook, apart in APART.items():
+        assert set(apart) < {spec.id for spec in CHECKS.values() if spec.notebook == notebook}
+    assert set(KEPT) <= set(ANSWERS)
 
 
-@pytest.mark.parametrize("notebook", sorted({CHECKS[c].notebook for c in package_answers()}))
+@pytest.mark.parametrize("notebook", sorted(ANSWERS))
+def test_each_check_is_graded_where_its_own_answer_is_withheld(notebook):
+    withheld_from = {}
+    for withholding, of_apart in sandboxes(notebook):
+        assert withholding.notebook == notebook
+        for check_id in ANSWERS[notebook]:
+            if (check_id in APART.get(notebook, ())) == of_apart:
+                withheld_from[check_id] = withholding.names
+    for check_id, name in ANSWERS[notebook].items():
+        assert (name in withheld_from[check_id]) == (notebook not in KEPT), check_id
+
+
+@pytest.mark.parametrize("notebook", sorted(ANSWERS))
 def test_each_exercise_notebook_says_what_its_grading_withholds(notebook):
     intro = nbformat.read(ROOT / "exercises" / f"{notebook}.ipynb", as_version=4).cells[0]
     _, _, sentence = intro.source.partition("When the notebook is graded")
     said = set(re.findall(r"`(\w+)`", sentence))
-    assert said == {name.rsplit(".", 1)[1] for name in WITHHELD.get(notebook, ())}
+    names = {} if notebook in KEPT else ANSWERS[notebook]
+    assert said == {name.rsplit(".", 1)[1] for name in names.values()}
 
 
 SOURCE = '''"""A module."""
@@ -95,14 +112,15 @@ def test_a_stand_in_raises_on_every_use_and_keeps_the_rest():
         stand_in_source(SOURCE, "demo", {"missing"}, "01_causal_attention")
 
 
-@pytest.mark.parametrize("notebook", sorted(WITHHELD))
+@pytest.mark.parametrize("notebook", sorted(set(ANSWERS) - set(KEPT)))
 def test_every_stand_in_module_defines_the_same_names(notebook):
-    pairs = dict((path, file) for file, path in withheld.overlays(notebook))
-    for dotted in WITHHELD[notebook]:
-        relative = dotted.rsplit(".", 1)[0].replace(".", "/") + ".py"
-        original = (withheld.PACKAGE_DIR / relative).read_text(encoding="utf-8")
-        stand_in = Path(pairs[relative]).read_text(encoding="utf-8")
-        assert _top_level_names(stand_in) == _top_level_names(original)
+    for withholding, _ in sandboxes(notebook):
+        pairs = {path: file for file, path in withheld.overlays(withholding)}
+        for dotted in withholding.names:
+            relative = dotted.rsplit(".", 1)[0].replace(".", "/") + ".py"
+            original = (withheld.PACKAGE_DIR / relative).read_text(encoding="utf-8")
+            stand_in = Path(pairs[relative]).read_text(encoding="utf-8")
+            assert _top_level_names(stand_in) == _top_level_names(original)
 
 
 def _top_level_names(source: str) -> set[str]:
@@ -124,7 +142,8 @@ def test_compiled_copies_and_the_check_library_are_covered(tmp_path, monkeypatch
         (tmp_path / "__pycache__" / name).write_bytes(b"compiled reference code")
     monkeypatch.setattr(withheld, "PACKAGE_DIR", tmp_path)
     monkeypatch.setattr(withheld, "_overlays", withheld._overlays.__wrapped__)
-    pairs = {path: Path(file) for file, path in withheld.overlays("10_tiled_attention")}
+    ((withholding, _),) = sandboxes("10_tiled_attention")
+    pairs = {path: Path(file) for file, path in withheld.overlays(withholding)}
     assert pairs["__pycache__/tiled.cpython-311.pyc"].read_bytes() == b""
     assert pairs["__pycache__/tiled.cpython-313.opt-1.pyc"].read_bytes() == b""
     assert "__pycache__/tiles.cpython-311.pyc" not in pairs
@@ -149,33 +168,30 @@ LOOK = (
 
 def cheating_notebook(folder: Path, notebook: str) -> Path:
     cells = ["import torch\nfrom attn_course.grading import check"]
-    for check_id, (nb, name) in package_answers().items():
-        if nb == notebook and name in WITHHELD[notebook]:
-            module, attr = name.rsplit(".", 1)
-            cells.append(f"from attn_course.{module} import {attr}\ncheck({check_id!r}, {attr})")
+    for check_id, name in ANSWERS[notebook].items():
+        module, attr = name.rsplit(".", 1)
+        cells.append(f"from attn_course.{module} import {attr}\ncheck({check_id!r}, {attr})")
     if notebook == "01_causal_attention":
         cells += [LOOK, 'check("causal_attention_parameters", 24 if any(FOUND) else 0)']
     return write_notebook(folder / f"{notebook}.ipynb", cells)
 
 
-@pytest.mark.slow  # grades a notebook per withholding notebook in the sandbox
+@pytest.mark.slow  # grades a notebook per course notebook in the sandbox
 @pytest.mark.skipif(sandbox.available() is not None, reason=f"{sandbox.available()}")
 def test_the_course_answers_fail_loudly_in_the_sandbox(tmp_path):
-    for notebook in WITHHELD:
+    for notebook in set(ANSWERS) - set(KEPT):
         cheating_notebook(tmp_path / "class", notebook)
     process = grade_command(tmp_path / "class", "--json", tmp_path / "report.json")
     assert process.returncode == 0, process.stderr
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     graded = 0
     for entry in report["notebooks"]:
-        names = set(WITHHELD[entry["notebook"]])
         for result in entry["checks"]:
             if result["id"] == "causal_attention_parameters":
                 assert result["status"] == "failed", "the course's code was found in the sandbox"
             elif result["status"] != "not_attempted":
                 assert result["status"] == "error", result
                 assert "is withheld while" in result["message"], result
-                assert package_answers()[result["id"]][1] in names
+                assert result["id"] in ANSWERS[entry["notebook"]]
                 graded += 1
-    answers = package_answers().values()
-    assert graded == sum(name in WITHHELD[nb] for nb, name in answers if nb in WITHHELD)
+    assert graded == sum(len(ANSWERS[nb]) for nb in set(ANSWERS) - set(KEPT))

@@ -79,12 +79,11 @@ class Kernel:
         self,
         sandboxed: bool = True,
         preload: str = "import torch, numpy, attn_course.grading",
-        notebook: str = "",
+        withholding: withheld.Withholding = withheld.ONLY_HIDDEN,
     ):
-        """``notebook``: the course notebook it will run, whose answers its sandbox withholds
-        (``withheld.py``)."""
+        """``withholding``: what its sandbox withholds (``withheld.sandboxes``)."""
         self.sandboxed, self.lost, self.deadline = sandboxed, False, float("inf")
-        self.notebook = notebook
+        self.withholding = withholding
         self.cgroup: Path | None = None  # the sandbox's memory cgroup, where one is made
         self._memory_base = 0  # of the peak-memory measurement: its processes' RSS
         self._group_base: int | None = None  # and its memory cgroup's usage
@@ -131,7 +130,7 @@ class Kernel:
         with connection.open("rb") as data:
             fds = (data.fileno(), info_write)
             self.cgroup = sandbox.memory_cgroup()
-            overlays = withheld.overlays(self.notebook)
+            overlays = withheld.overlays(self.withholding)
             command = sandbox.command(argv, sandbox.kernel_uid(), *fds, self.cgroup, overlays)
             try:
                 process = subprocess.Popen(
@@ -345,65 +344,68 @@ _DETACHED: dict = {
 }
 
 
-def start_kernel(sandboxed: bool = True, notebook: str = "") -> Kernel:
-    """A fresh ``Kernel`` for ``notebook``; a failed start is tried again, up to
-    START_ATTEMPTS in all."""
+def start_kernel(
+    sandboxed: bool = True, withholding: withheld.Withholding = withheld.ONLY_HIDDEN
+) -> Kernel:
+    """A fresh ``Kernel`` whose sandbox withholds ``withholding``; a failed start is tried
+    again, up to START_ATTEMPTS in all."""
     for _ in range(START_ATTEMPTS - 1):
         try:
-            return Kernel(sandboxed, notebook=notebook)
+            return Kernel(sandboxed, withholding=withholding)
         except (Exception, KernelLost):  # Kernel() shut the failed one down: start another
             pass
-    return Kernel(sandboxed, notebook=notebook)
+    return Kernel(sandboxed, withholding=withholding)
 
 
 class KernelPool:
     """Kernels started ahead of time, each used for ONE notebook (fresh per submission).
 
-    ``plan`` names the course notebook of each submission to grade, in grading order: each
-    kernel is started for its notebook (its sandbox withholds that notebook's answers), and
-    ``warm`` of them start in the background while others are in use, so that kernel
-    start-up and the import of torch overlap with grading.
+    ``notebooks`` names the course notebook of each submission to grade, in grading order.
+    Each kernel is started for the sandbox it will be (``withheld.sandboxes``: what it
+    withholds), and ``warm`` of them start in the background while others are in use, so
+    that kernel start-up and the import of torch overlap with grading.
     """
 
-    def __init__(self, warm: int, plan: list[str], sandboxed: bool = True):
+    def __init__(self, warm: int, notebooks: list[str], sandboxed: bool = True):
         self.sandboxed = sandboxed
-        self._plan = collections.deque(plan)  # notebooks whose kernels are still to start
-        self._ready: dict[str, queue.Queue] = collections.defaultdict(queue.Queue)
-        self._started: collections.Counter[str] = collections.Counter()  # per notebook
-        self._asked: collections.Counter[str] = collections.Counter()
+        # the kernels still to start, in order
+        self._plan = collections.deque(w for nb in notebooks for w, _ in withheld.sandboxes(nb))
+        self._ready: dict[withheld.Withholding, queue.Queue] = collections.defaultdict(queue.Queue)
+        self._started: collections.Counter[withheld.Withholding] = collections.Counter()
+        self._asked: collections.Counter[withheld.Withholding] = collections.Counter()
         self._lock = threading.Lock()
         self._starter = ThreadPoolExecutor(max(1, warm), thread_name_prefix="kernel-start")
-        for _ in range(min(warm, len(plan))):
+        for _ in range(min(warm, len(self._plan))):
             self._spawn()
 
-    def _spawn(self, notebook: str | None = None) -> None:
-        """Start the next planned kernel, or one for ``notebook`` (out of the plan's turn)."""
+    def _spawn(self, withholding: withheld.Withholding | None = None) -> None:
+        """Start the next planned kernel, or one for ``withholding`` (out of the plan's turn)."""
         with self._lock:
-            if notebook is None and not self._plan:
+            if withholding is None and not self._plan:
                 return
-            if notebook is None:
-                notebook = self._plan.popleft()
-            elif notebook in self._plan:
-                self._plan.remove(notebook)
-            self._started[notebook] += 1
-        self._starter.submit(self._start_one, notebook)
+            if withholding is None:
+                withholding = self._plan.popleft()
+            elif withholding in self._plan:
+                self._plan.remove(withholding)
+            self._started[withholding] += 1
+        self._starter.submit(self._start_one, withholding)
 
-    def _start_one(self, notebook: str) -> None:
+    def _start_one(self, withholding: withheld.Withholding) -> None:
         try:
-            self._ready[notebook].put(start_kernel(self.sandboxed, notebook))
+            self._ready[withholding].put(start_kernel(self.sandboxed, withholding))
         except (Exception, KernelLost) as exc:  # reported by get()
-            self._ready[notebook].put(exc)
+            self._ready[withholding].put(exc)
 
-    def get(self, notebook: str) -> Kernel:
-        """A started kernel for ``notebook`` (waits for one); starts the next in the
-        background."""
+    def get(self, withholding: withheld.Withholding) -> Kernel:
+        """A started kernel whose sandbox withholds ``withholding`` (waits for one); starts
+        the next in the background."""
         with self._lock:
-            self._asked[notebook] += 1
-            unplanned = self._asked[notebook] > self._started[notebook]
+            self._asked[withholding] += 1
+            unplanned = self._asked[withholding] > self._started[withholding]
         if unplanned:  # not in the plan, or not reached yet: start it now
-            self._spawn(notebook)
+            self._spawn(withholding)
         self._spawn()
-        kernel = self._ready[notebook].get(timeout=300)
+        kernel = self._ready[withholding].get(timeout=300)
         if isinstance(kernel, BaseException):
             raise kernel
         return kernel

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from ..tools.protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
+from . import withheld
 from .context import OFFICIAL_TIME_FACTOR, REQUEST_GRACE, SALT
 from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
 from .notebooks import Notebook, notebook_id, planned_notebook, read_notebook
@@ -103,7 +104,7 @@ class _Execution:
             if self.deadline - time.monotonic() < REPLACE_MIN_SECONDS:
                 self.died = "the notebook's time ran out"
                 return False
-            self._enter(start_kernel(self.kernel.sandboxed, self.kernel.notebook))
+            self._enter(start_kernel(self.kernel.sandboxed, self.kernel.withholding))
             replay, self.ran = [i for i in self.ran if i not in self.skipped], []
             for i in replay:
                 if not self._run_cell(i, record=False):
@@ -272,32 +273,46 @@ def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -
     return report
 
 
-def notebook_budget(specs, cell_timeout: float) -> float:
-    """Seconds one notebook may hold the grader in all: its cells, its checks, kernel starts."""
+def notebook_budget(specs, cell_timeout: float, kernels: int = 1) -> float:
+    """Seconds one notebook may hold the grader in all: its cells (once per kernel that
+    grades some of its checks), its checks, kernel starts."""
     checks = sum(spec.time_limit * OFFICIAL_TIME_FACTOR + REQUEST_GRACE for spec in specs)
-    return NOTEBOOK_TIMEOUT_CELLS * cell_timeout + checks + STARTS_SECONDS
+    return kernels * NOTEBOOK_TIMEOUT_CELLS * cell_timeout + checks + STARTS_SECONDS
 
 
 def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start) -> None:
-    budget = notebook_budget(specs, cell_timeout)
-    kernel = pool.get(report.notebook)
-    report.timings["kernel_wait"] = time.monotonic() - start
-    with tempfile.TemporaryDirectory(prefix="attn-grade-", ignore_cleanup_errors=True) as tmp:
-        run: _Execution | None = None
-        try:
-            run = _Execution(notebook, Path(tmp), kernel, cell_timeout, start + budget)
-            phase = time.monotonic()
-            run.run_all()
-            report.timings["cells"] = time.monotonic() - phase
-            phase = time.monotonic()
-            report.checks = _grade_answers(specs, notebook, run, secrets.randbits(30))
-            report.timings["checks"] = time.monotonic() - phase
-        except KernelLost as lost:
-            raise RuntimeError(f"the Python kernel was lost: {lost}") from None
-        finally:
-            (run.kernel if run else kernel).shutdown()
-    if run.died:
-        report.error = run.died
+    """The notebook's cells, then its checks, in each kernel that grades some of them (one,
+    or two where some checks build on the course's versions of the others: ``withheld``)."""
+    sandboxes = withheld.sandboxes(report.notebook)
+    deadline = start + notebook_budget(specs, cell_timeout, len(sandboxes))
+    apart = withheld.APART.get(report.notebook, ())
+    results: dict[str, CheckResult] = {}
+    for withholding, of_apart in sandboxes:
+        group = [spec for spec in specs if (spec.id in apart) == of_apart]
+        phase = time.monotonic()
+        kernel = pool.get(withholding)
+        _add_time(report, "kernel_wait", phase)
+        with tempfile.TemporaryDirectory(prefix="attn-grade-", ignore_cleanup_errors=True) as tmp:
+            run: _Execution | None = None
+            try:
+                run = _Execution(notebook, Path(tmp), kernel, cell_timeout, deadline)
+                phase = time.monotonic()
+                run.run_all()
+                _add_time(report, "cells", phase)
+                phase = time.monotonic()
+                for result in _grade_answers(group, notebook, run, secrets.randbits(30)):
+                    results[result.id] = result
+                _add_time(report, "checks", phase)
+                report.error = report.error or run.died
+            except KernelLost as lost:
+                raise RuntimeError(f"the Python kernel was lost: {lost}") from None
+            finally:
+                (run.kernel if run else kernel).shutdown()
+                report.checks = [results[spec.id] for spec in specs if spec.id in results]
+
+
+def _add_time(report: NotebookReport, phase: str, since: float) -> None:
+    report.timings[phase] = report.timings.get(phase, 0.0) + time.monotonic() - since
 
 
 def grade_notebooks(

@@ -1,14 +1,16 @@
-"""The course's own answers, withheld from the sandbox while their notebook is graded.
+"""The course's own answers, withheld from the sandbox that grades them.
 
 Many answers exist in the package: the lectures need ``CausalAttention`` or
 ``split_heads``, and notebook 02 builds on notebook 01's ``CausalAttention``. A learner
 could hand in the package's object for the exercise that asks them to write it. In the
-grading sandbox (``sandbox.py``) the package is bound read-only, and for the notebook being
-graded each module holding one of its ``WITHHELD`` answers is covered by a stand-in: the
+grading sandbox (``sandbox.py``) the package is bound read-only, and each module holding an
+answer of the checks that the kernel grades (``ANSWERS``) is covered by a stand-in: the
 same source with each withheld ``def`` or ``class`` replaced by one whose every use raises
 ``WithheldAnswer``; any compiled copy of the module is covered by an empty file. The course's
-code for those answers is then nowhere in the sandbox, so an answer that uses it fails
-loudly, whatever it does to hide the use. The other notebooks' answers stay usable.
+code for those answers is then nowhere in that sandbox, so an answer that uses it fails
+loudly, whatever it does to hide the use. The other notebooks' answers stay usable; checks
+that build on the course's versions of their own notebook's other answers are graded in a
+second kernel (``APART``, ``sandboxes``).
 
 Outside the sandbox (``check()`` in a notebook, ``grade --no-sandbox``) nothing is withheld;
 the agent flags an answer that is the course's own object (``uses_reference``) instead.
@@ -22,82 +24,125 @@ import functools
 import shutil
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HIDDEN", "KEPT", "WITHHELD", "WithheldAnswer", "overlays", "stand_in_source"]
+__all__ = [
+    "ANSWERS",
+    "APART",
+    "HIDDEN",
+    "KEPT",
+    "ONLY_HIDDEN",
+    "Withholding",
+    "WithheldAnswer",
+    "overlays",
+    "sandboxes",
+    "stand_in_source",
+]
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # attn_course/
 
-# notebook id -> the package objects (module.name) that are answers to its checks, withheld
-# while it is graded. ``tests/test_withheld.py`` checks each against its checks, and that
-# every package object that answers a check is here or in KEPT.
-WITHHELD: dict[str, tuple[str, ...]] = {
-    "00_numpy_attention": (
-        "numpy_attention.softmax",
-        "numpy_attention.self_attention",
-        "numpy_attention.multi_head_attention",
-        "numpy_attention.weightless_attention",
-    ),
-    "01_causal_attention": (
-        "attention.causal_mask",
-        "attention.scaled_dot_product_attention",
-        "attention.CausalAttention",
-    ),
-    "02_multihead_wrapper": ("attention.MultiHeadAttentionWrapper",),
-    "03_weight_split_mha": ("attention.MultiHeadAttention", "attention.copy_wrapper_weights"),
-    "04_stepwise_reshape": ("attention.split_heads", "attention.merge_heads"),
-    "05_transformer_blocks": (
-        "attention.padding_mask",
-        "blocks.EncoderLayer",
-        "blocks.TransformerBlock",
-    ),
-    "06_attention_cost": ("attention.MultiHeadAttentionSDPA",),
-    "08_trained_attention": (
-        "positions.sinusoidal_positions",
-        "positions.apply_rope",
-        "positions.rope_attention",
-    ),
-    "09_generation_kv_cache": (
-        "attention.sliding_window_mask",
-        "gqa.repeat_kv",
-        "gqa.kv_cache_bytes",
-        "generation.attend_cached",
-    ),
-    "10_tiled_attention": (
-        "tiled.online_softmax_update",
-        "tiled.attention_tile",
-        "tiled.tiled_attention",
-    ),
-    "11_language_model": ("sampling.sampling_probabilities",),
+# notebook -> {check id: the package object (module.name) that answers it}, for the checks
+# whose answer is in the package. ``tests/test_withheld.py`` holds it to the checks' answers.
+ANSWERS: dict[str, dict[str, str]] = {
+    "00_numpy_attention": {
+        "numpy_softmax": "numpy_attention.softmax",
+        "numpy_self_attention": "numpy_attention.self_attention",
+        "numpy_multi_head_attention": "numpy_attention.multi_head_attention",
+        "weightless_attention": "numpy_attention.weightless_attention",
+    },
+    "01_causal_attention": {
+        "causal_mask": "attention.causal_mask",
+        "scaled_dot_product_attention": "attention.scaled_dot_product_attention",
+        "causal_attention": "attention.CausalAttention",
+    },
+    "02_multihead_wrapper": {"multi_head_wrapper": "attention.MultiHeadAttentionWrapper"},
+    "03_weight_split_mha": {
+        "multi_head_attention": "attention.MultiHeadAttention",
+        "copy_wrapper_weights": "attention.copy_wrapper_weights",
+    },
+    "04_stepwise_reshape": {
+        "split_heads": "attention.split_heads",
+        "merge_heads": "attention.merge_heads",
+    },
+    "05_transformer_blocks": {
+        "padding_mask": "attention.padding_mask",
+        "feed_forward": "blocks.FeedForward",
+        "layer_norm": "blocks.LayerNorm",
+        "encoder_layer": "blocks.EncoderLayer",
+        "transformer_block": "blocks.TransformerBlock",
+        "cross_attention": "blocks.MultiHeadCrossAttention",
+    },
+    "06_attention_cost": {"sdpa_attention": "attention.MultiHeadAttentionSDPA"},
+    "07_bug_zoo": {
+        "bug_mask_in_place": "attention.CausalAttention",
+        "bug_keys_for_values": "attention.CausalAttention",
+        "bug_out_proj_width": "attention.MultiHeadAttention",
+        "bug_head_scale": "attention.MultiHeadAttention",
+        "bug_encoder_residual": "blocks.EncoderLayer",
+        "bug_padding_mask_unsqueeze": "blocks.MultiHeadCrossAttention",
+    },
+    "08_trained_attention": {
+        "previous_token_score": "head_scores.previous_token_score",
+        "sinusoidal_positions": "positions.sinusoidal_positions",
+        "apply_rope": "positions.apply_rope",
+        "rope_attention": "positions.rope_attention",
+    },
+    "09_generation_kv_cache": {
+        "sliding_window_mask": "attention.sliding_window_mask",
+        "repeat_kv": "gqa.repeat_kv",
+        "kv_cache_bytes": "gqa.kv_cache_bytes",
+        "attend_cached": "generation.attend_cached",
+    },
+    "10_tiled_attention": {
+        "online_softmax_update": "tiled.online_softmax_update",
+        "attention_tile": "tiled.attention_tile",
+        "tiled_attention": "tiled.tiled_attention",
+    },
+    "11_language_model": {"sampling_probabilities": "sampling.sampling_probabilities"},
 }
+
+# Checks that build on the course's versions of their notebook's other answers: they are
+# graded in a second kernel of their own, where only their own answers are withheld.
+APART: dict[str, tuple[str, ...]] = {
+    # the lecture's FeedForward, LayerNorm and MultiHeadSelfAttention (= cross-attention)
+    "05_transformer_blocks": ("encoder_layer", "transformer_block"),
+    "08_trained_attention": ("find_induction_heads",),  # head_scores() needs the course's
+}
+
+# Notebooks whose answers stay in the sandbox, and why; ``uses_reference`` (observed in the
+# kernel) flags an answer that is the course's own object there.
+KEPT = {"07_bug_zoo": "each exercise fixes one bug in a subclass of the course's class"}
 
 # The checks and the check library, never needed in a grading kernel (its ``check()`` only
 # hands the answer to the grader): their inputs and comparisons stay out of the sandbox.
 HIDDEN = ("grading/checks", "grading/expect", "grading/shared_checks.py", "grading/hints.py")
 
-# The package answers a notebook needs while it is graded, and why: these stay, and
-# ``uses_reference`` (observed in the kernel) flags an answer that is one of them.
-KEPT: dict[str, dict[str, str]] = {
-    "05_transformer_blocks": {
-        "blocks.FeedForward": "the TransformerBlock exercise builds on the course's",
-        "blocks.LayerNorm": "the EncoderLayer and TransformerBlock exercises build on the course's",
-        "blocks.MultiHeadCrossAttention": "the EncoderLayer exercise builds on the course's "
-        "MultiHeadSelfAttention, which is this class",
-    },
-    "07_bug_zoo": {
-        name: "each exercise fixes one bug in a subclass of the course's class"
-        for name in (
-            "attention.CausalAttention",
-            "attention.MultiHeadAttention",
-            "blocks.EncoderLayer",
-            "blocks.MultiHeadCrossAttention",
-        )
-    },
-    "08_trained_attention": {
-        "head_scores.previous_token_score": "head_scores(), which find_induction_heads "
-        "may use, computes it",
-    },
-}
+
+@dataclass(frozen=True)
+class Withholding:
+    """What one grading sandbox withholds: ``names`` (module.name), while ``notebook`` is
+    graded (``HIDDEN`` is withheld from every sandbox)."""
+
+    notebook: str = ""
+    names: tuple[str, ...] = ()
+
+
+ONLY_HIDDEN = Withholding()  # a sandbox that withholds no answer
+
+
+def sandboxes(notebook: str) -> list[tuple[Withholding, bool]]:
+    """The kernels that grade ``notebook``: (what one withholds, whether it grades the
+    notebook's APART checks or the others). Each check's package answer is withheld from the
+    kernel that grades it, unless the notebook is KEPT."""
+    answers = {} if notebook in KEPT else ANSWERS.get(notebook, {})
+    apart = APART.get(notebook, ())
+
+    def withholding(of_apart: bool) -> Withholding:
+        names = tuple(name for c, name in answers.items() if (c in apart) == of_apart)
+        return Withholding(notebook, names)
+
+    return [(withholding(False), False)] + ([(withholding(True), True)] if apart else [])
 
 
 class WithheldAnswer(RuntimeError):
@@ -161,13 +206,13 @@ def _folder() -> Path:
 _LOCK = threading.Lock()  # kernels start in threads
 
 
-def overlays(notebook: str) -> tuple[tuple[str, str], ...]:
+def overlays(withholding: Withholding) -> tuple[tuple[str, str], ...]:
     """(file or folder here, path in the package) pairs to bind read-only over the package
-    in the sandbox that grades ``notebook``: ``HIDDEN`` covered by an empty folder or file,
-    the stand-ins of the modules that hold its ``WITHHELD`` answers, and an empty file over
-    every compiled copy of those modules."""
+    in a grading sandbox: ``HIDDEN`` covered by an empty folder or file, the stand-ins of
+    the modules that hold ``withholding``'s names, and an empty file over every compiled
+    copy of those modules."""
     with _LOCK:
-        return _overlays(notebook)
+        return _overlays(withholding)
 
 
 def _compiled(relative: Path) -> list[Path]:
@@ -176,19 +221,21 @@ def _compiled(relative: Path) -> list[Path]:
 
 
 @functools.cache
-def _overlays(notebook: str) -> tuple[tuple[str, str], ...]:
+def _overlays(withholding: Withholding) -> tuple[tuple[str, str], ...]:
     folder = _folder()
     by_module: dict[str, set[str]] = {}
-    for dotted in WITHHELD.get(notebook, ()):
+    for dotted in withholding.names:
         module, name = dotted.rsplit(".", 1)
         by_module.setdefault(module, set()).add(name)
     pairs = [(str(folder / ("nothing" if "." not in h else "empty")), h) for h in HIDDEN]
+    stand_ins = Path(tempfile.mkdtemp(dir=folder))
+    stand_ins.chmod(0o755)
     for module, names in sorted(by_module.items()):
         relative = Path(*module.split(".")).with_suffix(".py")
         source = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
-        stand_in = folder / notebook / f"{module}.py"
-        stand_in.parent.mkdir(mode=0o755, exist_ok=True)
-        stand_in.write_text(stand_in_source(source, module, names, notebook), encoding="utf-8")
+        stand_in = stand_ins / f"{module}.py"
+        code = stand_in_source(source, module, names, withholding.notebook)
+        stand_in.write_text(code, encoding="utf-8")
         stand_in.chmod(0o644)  # read by the sandbox's own user
         pairs.append((str(stand_in), str(relative)))
     for hidden in [*HIDDEN, *(f"{m.replace('.', '/')}.py" for m in by_module)]:

@@ -15,8 +15,8 @@ learner code through the object's session (``local.session_of``): ``local`` in t
    flag, the seed salt, time limits), ``wire`` (the message format, written once), ``agent``
    (the operations on learner objects; in a grading kernel it answers the grader's
    requests), ``local`` (``check()``'s session: the agent's operations in this process),
-   ``kernels`` and ``sandbox`` (kernels started in bubblewrap), ``withheld`` (the graded
-   notebook's answers and the checks, kept out of its sandbox), ``remote`` (the grader's
+   ``kernels`` and ``sandbox`` (kernels started in bubblewrap), ``withheld`` (the answers
+   of the checks a kernel grades, and the checks, kept out of its sandbox), ``remote`` (the grader's
    session and proxies for the learner's objects, and the strict reply schema), ``verdicts``
    (``run_check``: a check's outcome as a verdict), ``notebooks`` (a submission read as
    JSON), ``runner`` (one notebook: cells, then checks), ``intake``, ``seal``, ``roster``,

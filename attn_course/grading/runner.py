@@ -1,7 +1,10 @@
 """Grade whole notebooks: run each in a fresh kernel, then grade its answers from outside.
 
 1. The notebook's code cells run in a fresh kernel, in its sandbox (``sandbox.py``; with
-   ``--no-sandbox``, in a temporary folder); the learner's file is only read here. In that
+   ``--no-sandbox``, in a temporary folder); the learner's file is only read here. The
+   sandbox withholds the course's answers to the checks that kernel grades; a notebook whose
+   later checks build on the course's versions of its earlier answers is run in a second
+   kernel for those (``withheld.sandboxes``). In that
    kernel ``check()`` only hands each answer over (``agent.ANSWERS``). A failing cell does
    not stop the run. Outputs are dropped as they arrive.
 2. The grader's process then runs every registered check of the notebook on the answers,

@@ -14,7 +14,8 @@ What the kernel sees (``command``):
   made from, and the course package alone (``/opt/attn-course/attn_course``, first on
   ``PYTHONPATH``), never the checkout around it (an installed copy in the venv is covered
   by an empty folder);
-* the answers of the notebook being graded withheld from that package (``withheld.py``);
+* in that package, the answers of the checks the kernel grades withheld, and the checks
+  themselves absent (``withheld.py``);
 * its own ``/proc`` (the processes of this sandbox only) and a minimal ``/dev``;
 * a private home and ``/tmp``, each a tmpfs of ``SCRATCH_BYTES``;
 * ``/run/kernel``, a tiny tmpfs with a read-only copy of its connection file, where it

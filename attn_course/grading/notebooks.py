@@ -67,8 +67,8 @@ def notebook_id(notebook: Notebook, path: Path) -> str:
 
 def planned_notebook(path: Path) -> str:
     """``notebook_id`` of the file at ``path``, read ahead of grading to start its kernel
-    (by file name when the file cannot be read: it will not need a kernel then)."""
+    (by file name when the file cannot be read: grading it reports why)."""
     try:
         return notebook_id(read_notebook(path), path)
-    except (OSError, ValueError):
+    except Exception:  # whatever it is, it costs this notebook only, when it is graded
         return notebook_id(Notebook({}, []), path)

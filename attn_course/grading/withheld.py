@@ -228,7 +228,7 @@ def _overlays(withholding: Withholding) -> tuple[tuple[str, str], ...]:
         module, name = dotted.rsplit(".", 1)
         by_module.setdefault(module, set()).add(name)
     pairs = [(str(folder / ("nothing" if "." not in h else "empty")), h) for h in HIDDEN]
-    stand_ins = Path(tempfile.mkdtemp(dir=folder))
+    stand_ins = Path(tempfile.mkdtemp(dir=folder)) if by_module else folder
     stand_ins.chmod(0o755)
     for module, names in sorted(by_module.items()):
         relative = Path(*module.split(".")).with_suffix(".py")

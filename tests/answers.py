@@ -1,7 +1,7 @@
 """The answer tables of the checks' tests (tests/test_checks.py), one style for every notebook.
 
-``REFERENCE``: the right answer of every registered check, from the package or worked out by
-hand in the comments. ``WRONG``: deliberately wrong answers, ``Wrong(name, check_id, obj,
+``REFERENCE``: the right answer of every registered check: the package's
+(``withheld.ANSWERS``), or written here, or worked out by hand in the comments. ``WRONG``: deliberately wrong answers, ``Wrong(name, check_id, obj,
 hint_words)``, each the reference with ONE classic mistake built in (a subclass overriding
 only the broken part, or the reference function with one step changed); the check must fail
 it with a hint containing ``hint_words``. ``CORRECT``: right answers written differently from
@@ -11,6 +11,7 @@ dropout by hand): they must keep passing.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from functools import partial
 
@@ -22,10 +23,8 @@ from torch import nn
 from attn_course import (
     attention,
     blocks,
-    generation,
     gqa,
     numpy_attention,
-    sampling,
     tiled,
 )
 from attn_course.attention import (
@@ -34,8 +33,9 @@ from attn_course.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from attn_course.head_scores import head_scores, previous_token_score
-from attn_course.positions import apply_rope, rope_attention, sinusoidal_positions
+from attn_course.grading.withheld import ANSWERS
+from attn_course.head_scores import head_scores
+from attn_course.positions import apply_rope, sinusoidal_positions
 
 
 def sdpa(queries, keys, values, mask=None, mistake: str | None = None):
@@ -1904,60 +1904,34 @@ CORRECT: list[tuple[str, str, object]] = [
 ]
 
 
-# The correct answers, from the package or worked out by hand in the comments.
+def _package_object(name: str) -> object:
+    module, attr = name.rsplit(".", 1)
+    return getattr(importlib.import_module(f"attn_course.{module}"), attr)
+
+
+# The correct answers: the package's (withheld.ANSWERS, which the sandbox withholds), and the
+# others, written here or worked out by hand in the comments.
 REFERENCE = {
-    "numpy_softmax": numpy_attention.softmax,
-    "numpy_self_attention": numpy_attention.self_attention,
-    "numpy_multi_head_attention": numpy_attention.multi_head_attention,
+    **{
+        check_id: _package_object(name)
+        for answers in ANSWERS.values()
+        for check_id, name in answers.items()
+    },
     "numpy_weights_shape": (6, 6),  # 6 queries x 6 keys
-    "causal_mask": attention.causal_mask,
-    "scaled_dot_product_attention": attention.scaled_dot_product_attention,
-    "causal_attention": attention.CausalAttention,
     "causal_attention_parameters": 3 * (3 * 2 + 2),  # three (3 -> 2) linears with bias
-    "multi_head_wrapper": attention.MultiHeadAttentionWrapper,
     "wrapper_output_shape": (2, 6, 3 * 2),  # 3 heads of width 2
     "wrapper_parameter_count": 3 * 3 * (3 * 2),  # 3 heads x 3 bias-free (3 -> 2) linears
-    "multi_head_attention": attention.MultiHeadAttention,
-    "copy_wrapper_weights": attention.copy_wrapper_weights,
     "mha_parameter_count": 3 * 36 + 36 + 6,  # q, k, v without bias, out_proj with bias
-    "split_heads": attention.split_heads,
-    "merge_heads": attention.merge_heads,
     "split_shape": (1, 2, 3, 3),  # (b, num_heads, num_tokens, head_dim)
-    "padding_mask": attention.padding_mask,
-    "feed_forward": blocks.FeedForward,
-    "layer_norm": blocks.LayerNorm,
-    "encoder_layer": blocks.EncoderLayer,
-    "transformer_block": blocks.TransformerBlock,
     # GPT-2 small block: attention 4 * 768^2 + 768 (out_proj bias), MLP 2 * 768 * 3072 +
     # 3072 + 768, two LayerNorms 4 * 768.
     "gpt2_block_parameters": 4 * 768**2 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768,
     "attn_weights_numel": 2 * 12 * 1024 * 1024,  # b x heads x T x T
     "attn_memory_ratio": 4,  # T^2
-    "sdpa_attention": attention.MultiHeadAttentionSDPA,
-    "bug_mask_in_place": attention.CausalAttention,
-    "bug_keys_for_values": attention.CausalAttention,
-    "bug_out_proj_width": attention.MultiHeadAttention,
-    "bug_head_scale": attention.MultiHeadAttention,
-    "bug_encoder_residual": blocks.EncoderLayer,
-    "weightless_attention": numpy_attention.weightless_attention,
-    "cross_attention": blocks.MultiHeadCrossAttention,
-    "bug_padding_mask_unsqueeze": blocks.MultiHeadCrossAttention,
-    "sliding_window_mask": attention.sliding_window_mask,
-    "repeat_kv": gqa.repeat_kv,
-    "kv_cache_bytes": gqa.kv_cache_bytes,
-    "attend_cached": generation.attend_cached,
-    "online_softmax_update": tiled.online_softmax_update,
-    "attention_tile": tiled.attention_tile,
-    "tiled_attention": tiled.tiled_attention,
     # notebook 08
-    "previous_token_score": previous_token_score,
-    "sinusoidal_positions": sinusoidal_positions,
-    "apply_rope": apply_rope,
-    "rope_attention": rope_attention,
     "find_induction_heads": find_induction_heads,
     "zero_head": zero_head,
     # notebook 11
-    "sampling_probabilities": sampling.sampling_probabilities,
     "bpe_merge_step": bpe_step,
     "per_token_loss": token_loss,
     "perplexity": lambda losses: losses.mean().exp().item(),

@@ -1,10 +1,11 @@
 """The answer tables of the checks' tests (tests/test_checks.py), one style for every notebook.
 
 ``REFERENCE``: the right answer of every registered check: the package's
-(``withheld.ANSWERS``), or written here, or worked out by hand in the comments. ``WRONG``: deliberately wrong answers, ``Wrong(name, check_id, obj,
-hint_words)``, each the reference with ONE classic mistake built in (a subclass overriding
-only the broken part, or the reference function with one step changed); the check must fail
-it with a hint containing ``hint_words``. ``CORRECT``: right answers written differently from
+(``withheld.ANSWERS``), or written here, or worked out by hand in the comments.
+``WRONG``: deliberately wrong answers, ``Wrong(name, check_id, obj, hint_words)``, each the
+reference with ONE classic mistake built in (a subclass overriding only the broken part, or
+the reference function with one step changed); the check must fail it with a hint
+containing ``hint_words``. ``CORRECT``: right answers written differently from
 the reference (einsum, torch.where, other tril/triu conventions, PyTorch's fused functions,
 dropout by hand): they must keep passing.
 """

@@ -491,7 +491,7 @@ def test_bug_zoo_lost_mask_reproduces_the_printed_weight_split_output():
 
 
 def test_batched_matmul_on_transposed_heads_copies_them():
-    """03: `view` and `transpose` copy nothing, but `@` copies the transposed q, k and v.
+    """03: `view` and `transpose` copy nothing, but `@` copies the transposed q, k and v (b > 1).
 
     matmul folds (b, num_heads) into one batch dim with `reshape`, which must copy a transposed
     view; `.contiguous()` copies the merged heads once more. num_tokens = 5 and head_dim = 3
@@ -509,6 +509,7 @@ def test_batched_matmul_on_transposed_heads_copies_them():
         views_only = layout_copies(lambda: mha.W_key(x).view(2, 5, 2, 3).transpose(1, 2).mT)
         scores = layout_copies(lambda: q @ k.transpose(2, 3))
         contiguous_scores = layout_copies(lambda: q.contiguous() @ k.transpose(2, 3).contiguous())
+        one_sequence = layout_copies(mha, x[:1])
     assert copies == [
         ("aten::matmul", (2, 2, 5, 3)),  # queries
         ("aten::matmul", (2, 2, 3, 5)),  # keys.transpose(2, 3)
@@ -518,3 +519,5 @@ def test_batched_matmul_on_transposed_heads_copies_them():
     assert views_only == []
     assert scores == [("aten::matmul", (2, 2, 5, 3)), ("aten::matmul", (2, 2, 3, 5))]
     assert [op for op, _ in contiguous_scores] == ["aten::contiguous", "aten::contiguous"]
+    # b = 1: reshape merges the size-1 batch dim with the heads without copying.
+    assert one_sequence == [("aten::contiguous", (1, 5, 2, 3))]

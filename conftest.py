@@ -31,6 +31,8 @@ import pytest
 import torch
 from nbval.plugin import IPyNbCell
 
+from attn_course.grading.local import DYNAMO_GUARD
+
 matplotlib.use("Agg")  # before any test imports pyplot: no window, the same pixels everywhere
 # One thread per test process: `make test` runs two processes on two cores, and on the small
 # tensors of the tests a second thread mostly spins (three times the CPU time of one).
@@ -80,7 +82,8 @@ def another_machine(ipython_dir: Path) -> dict[str, str]:
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-other-thread-count.py").write_text(OTHER_THREAD_COUNT)
     paths = code_paths(os.environ.get("ATTN_COURSE_OTHER_MACHINE") or OTHER_MACHINE)
-    return {**paths, **SLEEP_AT_BARRIERS, "IPYTHONDIR": str(ipython_dir)}
+    # A solution's check that imports torch._dynamo inside its time limit raises (grading/local).
+    return {**paths, **SLEEP_AT_BARRIERS, DYNAMO_GUARD: "1", "IPYTHONDIR": str(ipython_dir)}
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -144,31 +144,35 @@ def heatmap(
     title: str | None = None,
     mask: torch.Tensor | np.ndarray | None = None,
     annotate: bool | None = None,
+    colorbar: bool | None = None,
 ) -> Figure | SubFigure:
     """Heatmap of one attention-weight matrix on a fixed 0-1 colour scale.
 
     Args:
         weights: (num_tokens, num_tokens); row q holds how much query q attends to each key.
         tokens: the num_tokens labels, used on both axes (keys on x, queries on y).
-        ax: draw into this Axes (no colourbar is added then); None makes a new figure.
+        ax: draw into this Axes; None makes a new figure.
         title: the Axes title.
         mask: boolean, broadcastable to (num_tokens, num_tokens), True = hidden: those
             cells are hatched grey with no number.
         annotate: print the weights in the cells; None = only when num_tokens <= 8.
+        colorbar: add the 0-1 colourbar beside the heatmap; None = only when ``ax`` is None.
 
     Returns:
         The Figure (or the SubFigure of ``ax``) drawn into.
     """
     values, hidden = prepare_weights(weights, tokens, mask, 2, "head_grid draws every head")
     fig: Figure | SubFigure
+    if colorbar is None:
+        colorbar = ax is None
     if ax is None:
         side = 2.2 + 0.45 * len(tokens)
         fig, ax = plt.subplots(figsize=(side + 1.0, side), layout="constrained")
-        image = _draw(ax, values, tokens, hidden, annotate, WEIGHT_CMAP, Normalize(0, 1))
-        fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
     else:
         fig = ax.figure
-        _draw(ax, values, tokens, hidden, annotate, WEIGHT_CMAP, Normalize(0, 1))
+    image = _draw(ax, values, tokens, hidden, annotate, WEIGHT_CMAP, Normalize(0, 1))
+    if colorbar:
+        fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
     if title is not None:
         ax.set_title(title, fontsize=11, y=1.0, pad=6)
     return fig

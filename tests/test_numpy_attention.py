@@ -153,3 +153,21 @@ def test_multi_head_attention_needs_one_matrix_of_each_kind_per_head():
     X, W = np.ones((2, 4)), np.ones((4, 2))
     with pytest.raises(ValueError, match="same number of query, key and value"):
         multi_head_attention(X, [W, W], [W], [W, W], np.ones((4, 4)))
+
+
+def test_a_mean_in_the_keys_is_ignored_a_mean_in_the_queries_is_not():
+    """Lecture 00, section 5: q·(k + 1) adds one number per row (a query's level), which softmax
+    ignores; (q + 1)·k adds 1·k, one number per key shared by every query (a bias per key),
+    which changes the weights and widens a row's std from 1 to about sqrt(2)."""
+    rng = np.random.default_rng(0)
+    d_k = 512
+    q, k = rng.standard_normal((50, d_k)), rng.standard_normal((400, d_k))
+    scaled = q @ k.T / np.sqrt(d_k)
+    keys_mean_1 = q @ (k + 1).T / np.sqrt(d_k)
+    queries_mean_1 = (q + 1) @ k.T / np.sqrt(d_k)
+    np.testing.assert_allclose(softmax(keys_mean_1), softmax(scaled), atol=1e-12)
+    assert np.abs(softmax(queries_mean_1) - softmax(scaled)).max() > 0.01
+    assert keys_mean_1.std(axis=-1).mean() == pytest.approx(1.0, rel=0.05)
+    assert queries_mean_1.std(axis=-1).mean() == pytest.approx(math.sqrt(2), rel=0.05)
+    per_key = (queries_mean_1 - scaled) * np.sqrt(d_k)  # (50, 400): the same in every row
+    np.testing.assert_allclose(per_key, np.broadcast_to(k.sum(axis=1), per_key.shape), atol=1e-9)

@@ -89,6 +89,21 @@ def test_heatmap_draws_into_a_given_axes_without_a_colourbar():
     assert fig.axes == [ax]
 
 
+def test_heatmap_in_a_given_axes_adds_a_colourbar_when_asked():
+    fig, axes = plt.subplots(1, 2)
+    viz.heatmap(uniform_causal(3), TOKENS[:3], ax=axes[0])
+    viz.heatmap(np.eye(3), TOKENS[:3], ax=axes[1], colorbar=True)
+    assert len(fig.axes) == 3 and heat_axes(fig) == list(axes)
+    colourbar = next(ax for ax in fig.axes if ax not in axes)
+    assert colourbar.get_ylabel() == "attention weight"
+    assert colourbar.get_ylim() == (0.0, 1.0)
+
+
+def test_heatmap_of_its_own_figure_can_leave_the_colourbar_out():
+    fig = viz.heatmap(np.eye(3), TOKENS[:3], colorbar=False)
+    assert len(fig.axes) == 1
+
+
 def test_head_grid_one_panel_per_head_one_shared_colourbar():
     weights = np.stack([uniform_causal(6), np.eye(6), uniform_causal(6)])
     fig = viz.head_grid(weights, TOKENS, mask=causal_mask(6), title="three heads")

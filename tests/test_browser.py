@@ -4,8 +4,9 @@ nbval proves the stored outputs; this proves what a learner sees. It starts Jupy
 with the course's own launcher (``python -m attn_course lab``, as ``make lab`` does, so with
 the course's JupyterLab defaults) on a free port with a random token and a fresh user
 settings folder, drives Debian's Chromium through Playwright at 1366 px wide with the file
-browser open, runs every cell through the UI, and checks what a learner sees: no news
-pop-up over the notebook, the explorer's text at readable sizes, the example dropdown
+browser open, runs the cells its explorers need through the UI (nbval runs every cell; the
+expensive ones, training and timing tables, need not run twice), and checks what a learner
+sees: no news pop-up over the notebook, the explorer's text at readable sizes, the example dropdown
 showing its whole sentence, the status line following the example, and the heads slider
 redrawing the heatmap grid with the new number of "head N" panels at every stop. It prints
 the time from a key press on the slider to the new figure in the page.
@@ -16,6 +17,7 @@ started if it runs past ``WATCHDOG_S``; every wait has its own, shorter limit.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -286,12 +288,13 @@ KERNEL_READY_JS = """(path) => {
     && panel.sessionContext.kernelDisplayStatus === 'idle';
 }"""
 
-# Truthy once every non-empty code cell has run and the kernel is idle again, or as soon
-# as a cell not tagged raises-exception shows an error: {errors: ["Name: message", ...]}.
-RUN_FINISHED_JS = """() => {
+# Truthy once every non-empty code cell (of those indices, or all) has run and the kernel is
+# idle again, or as soon as one of them not tagged raises-exception shows an error:
+# {errors: ["Name: message", ...]}.
+RUN_FINISHED_JS = """(indices) => {
   const panel = window.jupyterapp.shell.currentWidget;
-  const cells = panel.content.widgets.filter(
-    (cell) => cell.model.type === 'code' && cell.model.sharedModel.getSource().trim());
+  const cells = (indices ? indices.map((i) => panel.content.widgets[i]) : panel.content.widgets)
+    .filter((cell) => cell.model.type === 'code' && cell.model.sharedModel.getSource().trim());
   const errors = cells
     .filter((cell) => !(cell.model.getMetadata('tags') || []).includes('raises-exception'))
     .flatMap((cell) => cell.model.outputs.toJSON())
@@ -358,6 +361,11 @@ def _run_all(page) -> None:
     """Clear the stored outputs, run all cells from the command registry, wait for the end."""
     page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    _wait_for_the_run(page, None)
+
+
+def _wait_for_the_run(page, cells: list[int] | None) -> None:
+    """Wait until ``cells`` (indices; None: every cell) have run and the kernel is idle."""
     # Execution really started: a prompt turned from [ ] into [*] or [n].
     page.wait_for_function(
         """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
@@ -365,9 +373,62 @@ def _run_all(page) -> None:
         timeout=30_000,
         polling=100,
     )
-    result = page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_ALL_S * 1000, polling=250)
+    result = page.wait_for_function(RUN_FINISHED_JS, arg=cells, timeout=RUN_ALL_S * 1000,
+                                     polling=250)  # fmt: skip
     errors = result.json_value()["errors"]
     assert not errors, f"cells raised: {errors}"
+
+
+def explorer_cells(notebook: str) -> list[int]:
+    """The indices of the cells that the notebook's explorer cells need, in order: those cells
+    and, going back, the last code cell before it that defines each name a needed cell reads
+    (imports included).
+
+    nbval runs every cell of every notebook; here the browser runs only what the widgets need,
+    so a lecture's expensive cells (training, timing tables) do not run twice.
+    """
+    cells = nbformat.read(ROOT / notebook, as_version=4).cells
+    needed: list[int] = []
+    reads: set[str] = set()
+    for index in reversed(range(len(cells))):
+        cell = cells[index]
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines() if not line.startswith("%"))
+        tree = ast.parse(source)
+        defines = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                   and isinstance(n.ctx, ast.Store)}  # fmt: skip
+        defines |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        defines |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        defines |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                    if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}  # fmt: skip
+        tags = cell.metadata.get("tags", [])
+        if ("explorer(" in source and "nbval-ignore-output" in tags) or defines & reads:
+            needed.insert(0, index)
+            loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                     and isinstance(n.ctx, ast.Load)}  # fmt: skip
+            reads = (reads - defines) | (loads - defines)  # what it defines, it reads from itself
+    return needed
+
+
+def _run_explorer_cells(page, notebook: str) -> None:
+    """Clear the stored outputs, run the cells the explorers need (``explorer_cells``) one after
+    the other as a learner would with Shift+Enter's command, and wait for the end."""
+    cells = explorer_cells(notebook)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate(
+        """(cells) => { (async () => {
+          const app = window.jupyterapp;
+          const notebook = app.shell.currentWidget.content;
+          for (const index of cells) {
+            notebook.activeCellIndex = index;
+            notebook.deselectAll();
+            await app.commands.execute('notebook:run-cell');
+          }
+        })(); }""",
+        cells,
+    )
+    _wait_for_the_run(page, cells)
 
 
 # Arms the explorer `root`: the time of the next key press inside it, and of the first frame
@@ -485,8 +546,8 @@ def test_the_explorer_as_a_learner_sees_it(
         with _timing(f"{stem}: page load"):
             _open_notebook(page, lab, notebook)
         file_browser_px = _show_file_browser(page)
-        with _timing(f"{stem}: run all"):
-            _run_all(page)
+        with _timing(f"{stem}: run the explorer's cells"):
+            _run_explorer_cells(page, notebook)
         news = page.get_by_text(NEWS_QUESTION)
         assert not any(n.is_visible() for n in news.all()), "the Jupyter news pop-up showed late"
 
@@ -598,7 +659,7 @@ def test_the_trained_model_explorer(watchdog: Watchdog, lab: LabServer, browser)
     js_errors = JavaScriptErrors(page)
     try:
         _open_notebook(page, lab, notebook)
-        _run_all(page)
+        _run_explorer_cells(page, notebook)
         explorer, figure, root = _last_explorer(page)
         assert "induction, trained, L1 H0" in explorer.evaluate(EXPLORER_STATE_JS)["status"]
         head = explorer.locator(".widget-slider").filter(
@@ -632,8 +693,8 @@ def test_the_language_model_explorer(watchdog: Watchdog, lab: LabServer, browser
     js_errors = JavaScriptErrors(page)
     try:
         _open_notebook(page, lab, notebook)
-        with _timing("11_language_model: run all"):
-            _run_all(page)
+        with _timing("11_language_model: run the explorer's cells"):
+            _run_explorer_cells(page, notebook)
         explorer, figure, root = _last_explorer(page)
         start = explorer.evaluate(EXPLORER_STATE_JS)
         assert "Next character:" in start["status"] and not start["error"], start

@@ -106,3 +106,19 @@ def test_a_head_with_w_qk_shift_matrix_looks_k_back_and_its_transpose_does_not(k
             assert picked.tolist() == want[k:].tolist()
         else:
             assert picked.tolist() == list(range(k, 32))
+
+
+def test_rope_score_depends_on_the_signed_offset_not_the_distance():
+    """05 and 08: the score depends on m - n (query at m, key at n), and +3 differs from -3."""
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 8, dtype=torch.float64, generator=generator)  # 4 pairs each
+    # the angles are float32 (rope_angles), so equal offsets agree to about 1e-6
+
+    def score(m: int, n: int) -> float:
+        queries = apply_rope(q.expand(m + 1, 8))[m]  # the query at position m
+        keys = apply_rope(k.expand(n + 1, 8))[n]  # the key at position n
+        return (queries @ keys).item()
+
+    assert score(5, 2) == pytest.approx(score(10, 7), abs=1e-5)  # offset +3 anywhere
+    assert score(2, 5) == pytest.approx(score(7, 10), abs=1e-5)  # offset -3 anywhere
+    assert abs(score(5, 2) - score(2, 5)) > 0.1  # +3 and -3: another score

@@ -25,6 +25,7 @@ __all__ = [
     "tiled_attention",
     "peak_memory",
     "layout_copies",
+    "matrix_products",
 ]
 
 
@@ -172,15 +173,44 @@ def layout_copies(fn: Callable[..., object], *args: object) -> list[tuple[str, t
 
     torch.profiler records every ATen operator and the operators it calls. Each ``aten::clone``
     (a tensor copied into new, contiguous memory) is returned as (the outermost operator that
-    called it, such as ``aten::matmul`` or ``aten::contiguous``; the shape it copied).
+    called it, such as ``aten::matmul`` or ``aten::contiguous``; the shape it copied). Only
+    ``aten::clone`` counts: an ``aten::copy_`` outside one writes into memory that already
+    exists (such as ``addmm`` filling its output with the broadcast bias before adding the
+    product) and is not listed; which of those appear depends on the PyTorch build.
     """
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        fn(*args)
     copies = []
-    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+    for event in _profiled_events(fn, *args):
         if event.name == "aten::clone":
             outer = event
             while outer.cpu_parent is not None:
                 outer = outer.cpu_parent
             copies.append((outer.name, tuple(event.input_shapes[0])))
     return copies
+
+
+# The matrix-product operators, and where each one's two factors sit among its inputs.
+_PRODUCTS = {"aten::mm": 0, "aten::bmm": 0, "aten::addmm": 1, "aten::baddbmm": 1}
+
+
+def matrix_products(
+    fn: Callable[..., object], *args: object
+) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+    """The matrix products ``fn(*args)`` runs, in call order: (operator, shape 1, shape 2).
+
+    An operator is ``aten::mm`` / ``aten::addmm`` (one matrix product; ``addmm`` adds a bias)
+    or ``aten::bmm`` / ``aten::baddbmm`` (a batch of them, batch dimension first).
+    """
+    products = []
+    for event in _profiled_events(fn, *args):
+        if event.name in _PRODUCTS:
+            first = _PRODUCTS[event.name]
+            shapes = event.input_shapes[first : first + 2]
+            products.append((event.name, tuple(shapes[0]), tuple(shapes[1])))
+    return products
+
+
+def _profiled_events(fn: Callable[..., object], *args: object) -> list:
+    """The CPU operator events of ``fn(*args)`` with their input shapes, in start order."""
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        fn(*args)
+    return sorted(prof.events(), key=lambda e: e.time_range.start)

@@ -491,11 +491,13 @@ def test_bug_zoo_lost_mask_reproduces_the_printed_weight_split_output():
 
 
 def test_batched_matmul_on_transposed_heads_copies_them():
-    """03: `view` and `transpose` copy nothing, but `@` copies the transposed q, k and v (b > 1).
+    """03: `view` and `transpose` copy nothing, but `@` copies the transposed q, k and v.
 
     matmul folds (b, num_heads) into one batch dim with `reshape`, which must copy a transposed
     view; `.contiguous()` copies the merged heads once more. num_tokens = 5 and head_dim = 3
-    differ, so the shapes tell queries (b, h, 5, 3) from transposed keys (b, h, 3, 5).
+    differ, so the shapes tell queries (b, h, 5, 3) from transposed keys (b, h, 3, 5). The copies
+    need b, num_heads and num_tokens all > 1: with b = 1 only `.contiguous()` copies, with one
+    head or one token nothing does.
     """
     from attn_course.tiled import layout_copies
 
@@ -510,6 +512,10 @@ def test_batched_matmul_on_transposed_heads_copies_them():
         scores = layout_copies(lambda: q @ k.transpose(2, 3))
         contiguous_scores = layout_copies(lambda: q.contiguous() @ k.transpose(2, 3).contiguous())
         one_sequence = layout_copies(mha, x[:1])
+        one_token = layout_copies(mha, x[:, :1])
+        one_head_mha = MultiHeadAttention(6, 6, context_length=5, dropout=0.0, num_heads=1)
+        one_head = layout_copies(one_head_mha, x)
+        merged = torch.randn(2, 1, 5, 6).transpose(1, 2)  # one head's context, heads swapped back
     assert copies == [
         ("aten::matmul", (2, 2, 5, 3)),  # queries
         ("aten::matmul", (2, 2, 3, 5)),  # keys.transpose(2, 3)
@@ -521,3 +527,36 @@ def test_batched_matmul_on_transposed_heads_copies_them():
     assert [op for op, _ in contiguous_scores] == ["aten::contiguous", "aten::contiguous"]
     # b = 1: reshape merges the size-1 batch dim with the heads without copying.
     assert one_sequence == [("aten::contiguous", (1, 5, 2, 3))]
+    # One token or one head: the transposes only move a size-1 dim, so nothing is copied at all,
+    # and `.contiguous()` hands back the merged heads' own memory.
+    assert one_token == []
+    assert one_head == []
+    assert merged.contiguous().data_ptr() == merged.data_ptr()
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 3])
+def test_wrapper_runs_five_products_per_head_and_the_split_class_two_batched(num_heads):
+    """03: per head the wrapper runs 3 projections and 2 attention products (5 * num_heads in
+    all); MultiHeadAttention runs 3 projections, 2 batched products over b * num_heads, out_proj.
+
+    num_tokens = 5 and head_dim = 3 differ, so the shapes tell scores (queries @ keys^T) from the
+    weighted sum (weights @ values).
+    """
+    from attn_course.tiled import matrix_products
+
+    head_dim = 3
+    torch.manual_seed(0)
+    wrapper = MultiHeadAttentionWrapper(6, head_dim, 5, 0.0, num_heads)
+    split = MultiHeadAttention(6, num_heads * head_dim, 5, 0.0, num_heads)
+    x = torch.randn(2, 5, 6)  # (b, num_tokens, d_in)
+    with torch.no_grad():
+        wrapper_ops = [op for op, *_ in matrix_products(wrapper, x)]
+        split_products = matrix_products(split, x)
+    one_head = ["aten::mm"] * 3 + ["aten::bmm"] * 2  # projections, then scores and weighted sum
+    assert wrapper_ops == one_head * num_heads
+    assert len(wrapper_ops) == 5 * num_heads
+    assert [op for op, *_ in split_products] == one_head + ["aten::addmm"]  # out_proj has a bias
+    batch = 2 * num_heads  # b * num_heads
+    assert split_products[3][1:] == ((batch, 5, head_dim), (batch, head_dim, 5))  # q @ k^T
+    assert split_products[4][1:] == ((batch, 5, 5), (batch, 5, head_dim))  # weights @ values
+    assert split_products[0][1:] == ((10, 6), (6, num_heads * head_dim))  # (b * num_tokens, d_in)

@@ -190,6 +190,59 @@ def test_sdpa_function_fully_masked_row_gives_zero_weights_and_zero_context():
     torch.testing.assert_close(attn_weights[:, [0, 2]].sum(-1), torch.ones(2, 2))
 
 
+# The first head's scores of the lecture notes' stepwise example, as they print them.
+NOTES_HEAD_1_SCORES = [[-318.27, -21.97, -48.61], [-294.65, 9.55, -40.73], [-87.56, -1.77, -12.76]]
+
+
+def _zero_and_renormalise(scaled: torch.Tensor) -> torch.Tensor:
+    """Lecture 01's first way: the full softmax, the future zeroed, each row divided by its sum."""
+    zeroed = torch.softmax(scaled, dim=-1) * torch.tril(torch.ones_like(scaled))  # 1 = visible
+    return zeroed / zeroed.sum(dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize(
+    "scaled",
+    [torch.tensor(NOTES_HEAD_1_SCORES) / 3**0.5, torch.tensor([[0.0, 120.0], [0.0, 0.0]])],
+    ids=["notes' stepwise scores", "minimal"],
+)
+def test_renormalising_is_nan_where_masking_with_inf_stays_finite(scaled):
+    """Lecture 01: a future score far above the visible ones makes row 0 of the renormalised
+    weights 0/0 = NaN; the course's causal mask with -inf gives that query weight 1 on itself."""
+    num_tokens = scaled.shape[-1]
+    renormalised = _zero_and_renormalise(scaled)
+    assert renormalised[0].isnan().all()
+    assert not renormalised[1:].isnan().any()
+    # The package's function on queries and keys whose scaled scores are exactly ``scaled``.
+    queries, keys = scaled * num_tokens**0.5, torch.eye(num_tokens)
+    _, attn_weights = scaled_dot_product_attention(
+        queries, keys, keys, mask=causal_mask(num_tokens)
+    )
+    assert not attn_weights.isnan().any()
+    torch.testing.assert_close(attn_weights[0], torch.eye(num_tokens)[0])
+    torch.testing.assert_close(attn_weights[1:], renormalised[1:])
+    # The mask turned the other way would let "The" see the future key: another answer.
+    _, other_way = scaled_dot_product_attention(queries, keys, keys, mask=causal_mask(num_tokens).T)
+    assert other_way[0, 0] < 0.5
+
+
+def test_renormalising_the_recomputed_stepwise_scores_is_nan_for_the_first_token():
+    """The same on the float32 scores recomputed from the notes' weights (not the printed ones)."""
+    x = example("kid").batch()  # (1, 3, 6): "The Kid Smiles"
+    torch.manual_seed(0)
+    Wq, Wk = torch.randn(6, 6), torch.randn(6, 6)
+    queries, keys = split_heads(x @ Wq, 2), split_heads(x @ Wk, 2)  # (1, 2, 3, 3)
+    scaled = (queries @ keys.transpose(2, 3))[0, 0] / 3**0.5  # head 1: (3, 3)
+    torch.testing.assert_close(
+        scaled * 3**0.5, torch.tensor(NOTES_HEAD_1_SCORES), atol=0.01, rtol=0
+    )
+    assert _zero_and_renormalise(scaled)[0].isnan().all()
+    _, attn_weights = scaled_dot_product_attention(
+        queries, keys, keys, mask=causal_mask(3)
+    )  # (1, 2, 3, 3)
+    assert not attn_weights.isnan().any()
+    torch.testing.assert_close(attn_weights[0, 0, 0], torch.tensor([1.0, 0.0, 0.0]))
+
+
 def test_causal_mask_hides_exactly_the_future():
     expected = torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 0, 0]]).bool()
     assert torch.equal(causal_mask(4), expected)

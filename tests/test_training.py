@@ -55,7 +55,8 @@ def test_next_token_loss_scores_position_t_against_the_token_after_it():
     loss = next_token_loss(logits, tokens)
     assert loss.shape == ()
     assert torch.allclose(loss, torch.stack(by_hand).mean())
-    backwards = torch.stack([-log_probs[i, t + 1, tokens[i, t]] for i in range(3) for t in range(6)])
+    pairs = [(i, t) for i in range(3) for t in range(6)]
+    backwards = torch.stack([-log_probs[i, t + 1, tokens[i, t]] for i, t in pairs])
     unshifted = torch.stack([-log_probs[i, t, tokens[i, t]] for i in range(3) for t in range(7)])
     assert not torch.allclose(loss, backwards.mean())  # the shift the other way differs
     assert not torch.allclose(loss, unshifted.mean())

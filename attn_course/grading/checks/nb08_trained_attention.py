@@ -408,6 +408,11 @@ def _flat_state(state: dict[str, torch.Tensor], names: list[str]) -> torch.Tenso
     return torch.cat([state[name].detach().flatten().float() for name in names])
 
 
+def _signature(losses: torch.Tensor, states: list[dict], names: list[str]) -> torch.Tensor:
+    """The two losses and the parameters after each call, as one vector to compare."""
+    return torch.cat([losses, *(_flat_state(s, names) for s in states)])
+
+
 def _two_steps(step: Callable, model: TinyTransformer, make_optimizer, tokens, max_norm):
     """Two calls of ``step`` on one batch, from a copy of ``model``: (losses (2,), states)."""
     model = copy.deepcopy(model)
@@ -487,11 +492,8 @@ def check_train_step(func: Callable[..., object]) -> str:
                 raise CheckFailed(f"{what}: your function changed the tokens in place.")
         got_states = [reply["after"][0]["__state__"] for reply in replies]
 
-        def signature(losses, states):
-            return torch.cat([losses, *(_flat_state(s, names) for s in states)])
-
-        got = signature(torch.tensor(got_losses), got_states)
-        want = signature(want_losses, want_states)
+        got = _signature(torch.tensor(got_losses), got_states, names)
+        want = _signature(want_losses, want_states, names)
         if close(got, want):
             if not got_losses[1] < got_losses[0]:  # never for the reference's step
                 raise CheckFailed(f"{what}: the loss did not go down. {HINTS['step_ascent']}")
@@ -501,7 +503,7 @@ def check_train_step(func: Callable[..., object]) -> str:
             losses, states = _two_steps(
                 lambda *a, m=mistake: _step_with(m, *a), model, make_optimizer, tokens, max_norm
             )
-            mistakes[mistake] = signature(losses, states)
+            mistakes[mistake] = _signature(losses, states, names)
         try:
             expect_close(got, want, what, mistakes=mistakes)
         except CheckFailed as failure:

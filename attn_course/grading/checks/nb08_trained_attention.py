@@ -440,7 +440,7 @@ def _gradient_norm(model: TinyTransformer, tokens: torch.Tensor) -> tuple[float,
     return gradient.norm().item(), gradient.abs().max().item()
 
 
-@register("train_step", NOTEBOOK, time_limit=15.0)
+@register("train_step", NOTEBOOK, time_limit=15.0, imports_dynamo=True)  # optimizer.step()
 def check_train_step(func: Callable[..., object]) -> str:
     """``func(model, optimizer, tokens, max_norm)``: one step of next-token training, returning
     the loss before the update as a float (a one-element tensor is accepted too).
@@ -510,7 +510,10 @@ def check_train_step(func: Callable[..., object]) -> str:
             if "wrong values" not in str(failure):
                 raise  # a mistake was recognised: its hint
             if not close(torch.tensor(got_losses), want_losses):
-                part = "the losses it returns (the loss before each update) differ"
+                part = (
+                    "the losses it returns (the loss before each update) differ; is its loss "
+                    "next_token_loss (exercise 6) of model(tokens)?"
+                )
             elif not close(_flat_state(got_states[0], names), _flat_state(want_states[0], names)):
                 part = "the parameters after the first call differ"
             else:

@@ -436,7 +436,7 @@ def _gradient_norm(model: TinyTransformer, tokens: torch.Tensor) -> tuple[float,
     model = copy.deepcopy(model)
     with torch.enable_grad():
         next_token_loss(model(tokens), tokens).backward()
-    gradient = torch.cat([p.grad.flatten() for p in model.parameters()])
+    gradient = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
     return gradient.norm().item(), gradient.abs().max().item()
 
 

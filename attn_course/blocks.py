@@ -42,6 +42,8 @@ __all__ = [
     "GPT2_CONFIGS",
     "TransformerBlock",
     "count_parameters",
+    "swiglu_hidden",
+    "block_parameter_counts",
 ]
 
 
@@ -291,3 +293,41 @@ class TransformerBlock(nn.Module):
 def count_parameters(module: nn.Module) -> int:
     """Number of trainable parameters (buffers such as the causal mask do not count)."""
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+def swiglu_hidden(d_model: int, multiple_of: int = 256) -> int:
+    """Llama's SwiGLU hidden width: 2/3 of GPT-2's 4 * d_model, rounded up to ``multiple_of``.
+
+    SwiGLU has three matrices instead of two; 2/3 of 4d keeps the feed-forward's parameter
+    count near GPT-2's 8d^2 (Shazeer 2020; Llama's ``multiple_of`` rounding).
+    """
+    hidden = int(2 * 4 * d_model / 3)
+    return multiple_of * -(-hidden // multiple_of)  # round up
+
+
+def block_parameter_counts(d_model: int, d_ff: int, style: str = "gpt2") -> dict[str, int]:
+    """Parameters of one decoder block by part, counted on PyTorch modules built on ``meta``.
+
+    ``style="gpt2"``: LayerNorms (scale and shift), biased query, key, value and output
+    projections, a biased GELU feed-forward ``d_model -> d_ff -> d_model``.
+    ``style="llama"``: RMSNorms (scale only), bias-free projections, a bias-free SwiGLU
+    feed-forward (gate and up ``d_model -> d_ff``, down ``d_ff -> d_model``). RoPE rotates the
+    queries and keys by fixed angles: it adds no parameters.
+    Returns ``{"attention", "feed-forward", "norms", "block"}``.
+    """
+    if style not in ("gpt2", "llama"):
+        raise ValueError(f"style={style!r}: choose 'gpt2' or 'llama'.")
+    bias = style == "gpt2"
+    norm = nn.LayerNorm if style == "gpt2" else nn.RMSNorm
+    with torch.device("meta"):
+        attention = [nn.Linear(d_model, d_model, bias=bias) for _ in range(4)]  # q, k, v, out
+        up = [nn.Linear(d_model, d_ff, bias=bias) for _ in range(1 if style == "gpt2" else 2)]
+        feed_forward = [*up, nn.Linear(d_ff, d_model, bias=bias)]
+        norms = [norm(d_model), norm(d_model)]
+    parts = {
+        name: sum(count_parameters(m) for m in modules)
+        for name, modules in (("attention", attention), ("feed-forward", feed_forward),
+                              ("norms", norms))
+    }  # fmt: skip
+    parts["block"] = sum(parts.values())
+    return parts

@@ -13,6 +13,12 @@ is (d_model, head_dim), ``W_E = tok_emb.weight.T`` is (d_model, vocab_size) and 
 out_head.weight`` is (vocab_size, d_model). Every table is returned as (row token, column
 token), read "row token -> column token", and ``diagonal_top1`` measures the share of rows
 whose largest entry is their own token.
+
+Beyond the tables: ``composition_scores`` (Q-, K- and V-composition of two layers' heads,
+weights only) beside ``random_composition_scores`` (the baseline they need); and two
+measurements on inputs: ``direct_logit_attribution`` (each head's direct share of the
+target's logit) and ``patched`` (activation patching: a head's output from a clean run put
+into a corrupted one). ``mean_ablated`` replaces a head's output by its mean.
 """
 
 from __future__ import annotations
@@ -31,8 +37,13 @@ __all__ = [
     "ov_circuit",
     "k_composition_qk_circuit",
     "diagonal_top1",
-    "k_composition_scores",
+    "COMPOSITIONS",
+    "composition_score",
+    "composition_scores",
+    "random_composition_scores",
     "mean_ablated",
+    "patched",
+    "direct_logit_attribution",
 ]
 
 
@@ -95,26 +106,122 @@ def diagonal_top1(table: torch.Tensor) -> float:
     return (table.argmax(dim=1) == rows).float().mean().item()
 
 
-def k_composition_scores(model: TinyTransformer, layer: int = 1) -> torch.Tensor:
-    """(num_heads of ``layer``, num_heads of layer - 1) K-composition scores of Elhage et al.
+COMPOSITIONS = ("Q", "K", "V")
 
-    ||W_QKᵀ W_OV||_F / (||W_QK||_F ||W_OV||_F) with W_QK = W_Qᵀ W_K of the reading head and
-    W_OV = W_O W_V of the writing head (both d_model x d_model): how much of what the writer
-    writes lands in the subspace the reader's keys read. A weight-only measure, next to the
-    course's intervention (recompute the keys without the writer).
+
+def composition_score(
+    reader: dict[str, torch.Tensor], writer: dict[str, torch.Tensor], kind: str
+) -> float:
+    """One composition score of Elhage et al. (2021): ``writer`` (earlier) into ``reader``.
+
+    Column vectors: a head's score of query token x_q against key token x_k is
+    x_qᵀ W_QK x_k with W_QK = W_Qᵀ W_K, and it writes W_OV x = W_O W_V x for each attended x
+    (both d_model x d_model). The writer adds W_OV y to a residual stream; the reader reads it
+
+    * in its queries (``kind="Q"``): (W_OV y)ᵀ W_QK x_k, so the product is W_QKᵀ W_OV;
+    * in its keys (``kind="K"``): x_qᵀ W_QK (W_OV y), so the product is W_QK W_OV;
+    * in its values (``kind="V"``): W_OV^reader (W_OV y), so the product is W_OV^r W_OV.
+
+    The score is ||product||_F / (||reader matrix||_F ||W_OV||_F): between 0 (the writer's
+    output lies where the reader does not read) and 1. ``reader`` and ``writer`` are
+    ``head_matrices`` dicts.
+    """
+    if kind not in COMPOSITIONS:
+        raise ValueError(f"kind={kind!r} must be one of {COMPOSITIONS}.")
+    W_OV = writer["W_O"] @ writer["W_V"]  # (d_model, d_model)
+    if kind == "V":
+        read = reader["W_O"] @ reader["W_V"]  # (d_model, d_model)
+        product = read @ W_OV
+    else:
+        read = reader["W_Q"].T @ reader["W_K"]  # (d_model, d_model): W_QK
+        product = (read.T if kind == "Q" else read) @ W_OV
+    return (product.norm() / (read.norm() * W_OV.norm())).item()
+
+
+def composition_scores(model: TinyTransformer, layer: int = 1) -> dict[str, torch.Tensor]:
+    """{"Q", "K", "V"}: (num_heads of ``layer``, num_heads of layer - 1) composition scores.
+
+    Entry [reader, writer] is ``composition_score`` of the writer head of layer - 1 into the
+    reader head of ``layer``. A weight-only screen: compare it with
+    ``random_composition_scores`` and confirm it by an intervention.
     """
     if layer < 1:
-        raise ValueError("K-composition needs a reading head in layer 1 or later.")
-    num_heads = _attention(model, layer, 0).num_heads
-    scores = torch.zeros(num_heads, _attention(model, layer - 1, 0).num_heads)
-    for reader in range(num_heads):
-        r = head_matrices(model, layer, reader)
-        W_QK = r["W_Q"].T @ r["W_K"]  # (d_model, d_model)
-        for writer in range(scores.shape[1]):
-            w = head_matrices(model, layer - 1, writer)
-            W_OV = w["W_O"] @ w["W_V"]  # (d_model, d_model)
-            scores[reader, writer] = (W_QK.T @ W_OV).norm() / (W_QK.norm() * W_OV.norm())
-    return scores
+        raise ValueError("composition needs a reading head in layer 1 or later.")
+    readers = [head_matrices(model, layer, h) for h in range(_attention(model, layer, 0).num_heads)]
+    writers = [
+        head_matrices(model, layer - 1, h) for h in range(_attention(model, layer - 1, 0).num_heads)
+    ]
+    return {
+        kind: torch.tensor([[composition_score(r, w, kind) for w in writers] for r in readers])
+        for kind in COMPOSITIONS
+    }
+
+
+def random_composition_scores(
+    d_model: int, head_dim: int, draws: int = 100, seed: int = 0
+) -> dict[str, torch.Tensor]:
+    """{"Q", "K", "V"}: (draws,) scores of random heads: the baseline a score must beat.
+
+    Each draw fills a reader's and a writer's W_Q, W_K, W_V (head_dim, d_model) and W_O
+    (d_model, head_dim) with independent standard normal entries (the scores do not depend on
+    the scale). For these shapes the scores sit near 1/sqrt(d_model).
+    """
+    generator = torch.Generator().manual_seed(seed)
+
+    def head() -> dict[str, torch.Tensor]:
+        shapes = {"W_Q": (head_dim, d_model), "W_K": (head_dim, d_model)}
+        shapes |= {"W_V": (head_dim, d_model), "W_O": (d_model, head_dim)}
+        return {name: torch.randn(shape, generator=generator) for name, shape in shapes.items()}
+
+    pairs = [(head(), head()) for _ in range(draws)]
+    return {
+        kind: torch.tensor([composition_score(r, w, kind) for r, w in pairs])
+        for kind in COMPOSITIONS
+    }
+
+
+def _head_inputs(
+    model: TinyTransformer, atts: list[MultiHeadAttention], tokens: torch.Tensor
+) -> dict[MultiHeadAttention, torch.Tensor]:
+    """What each listed layer's ``out_proj`` receives on ``tokens``: (b, num_tokens, d_model)."""
+    inputs: dict[MultiHeadAttention, torch.Tensor] = {}
+    hooks = [
+        att.out_proj.register_forward_pre_hook(
+            lambda _, args, att=att: inputs.setdefault(att, args[0].detach())
+        )
+        for att in atts
+    ]
+    try:
+        with torch.no_grad():
+            model(tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return inputs
+
+
+@contextmanager
+def _heads_replaced(
+    replacements: list[tuple[MultiHeadAttention, int, torch.Tensor]],
+) -> Iterator[None]:
+    """Within the block, head ``head`` of ``att`` passes ``value`` (…, num_tokens, head_dim)."""
+
+    def replace(att: MultiHeadAttention, head: int, value: torch.Tensor):
+        cols = slice(head * att.head_dim, (head + 1) * att.head_dim)
+
+        def hook(_: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor]:
+            merged = args[0].clone()  # (b, num_tokens, d_model): the heads side by side
+            merged[..., cols] = value[..., : merged.shape[1], :]
+            return (merged,)
+
+        return att.out_proj.register_forward_pre_hook(hook)
+
+    hooks = [replace(att, head, value) for att, head, value in replacements]
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            hook.remove()
 
 
 @contextmanager
@@ -130,34 +237,61 @@ def mean_ablated(
     the information that varies from sequence to sequence.
     """
     atts = [(_attention(model, layer, head), head) for layer, head in heads]
-    inputs: dict[MultiHeadAttention, torch.Tensor] = {}
-    hooks = [
-        att.out_proj.register_forward_pre_hook(
-            lambda _, args, att=att: inputs.setdefault(att, args[0].detach())
-        )
-        for att, _ in atts
-    ]
-    try:
-        with torch.no_grad():
-            model(tokens)
-    finally:
-        for hook in hooks:
-            hook.remove()
-
-    def replace(att: MultiHeadAttention, head: int):
+    inputs = _head_inputs(model, [att for att, _ in atts], tokens)
+    means = []
+    for att, head in atts:
         cols = slice(head * att.head_dim, (head + 1) * att.head_dim)
-        mean = inputs[att][..., cols].mean(dim=0)  # (num_tokens, head_dim)
-
-        def hook(_: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor]:
-            merged = args[0].clone()  # (b, num_tokens, d_model): the heads side by side
-            merged[..., cols] = mean[: merged.shape[1]]
-            return (merged,)
-
-        return att.out_proj.register_forward_pre_hook(hook)
-
-    hooks = [replace(att, head) for att, head in atts]
-    try:
+        means.append((att, head, inputs[att][..., cols].mean(dim=0)))  # (num_tokens, head_dim)
+    with _heads_replaced(means):
         yield model
-    finally:
-        for hook in hooks:
-            hook.remove()
+
+
+@contextmanager
+def patched(
+    model: TinyTransformer, heads: list[tuple[int, int]], source: torch.Tensor
+) -> Iterator[TinyTransformer]:
+    """Activation patching: within the block, each listed head writes its output on ``source``.
+
+    ``source``: (b, num_tokens) tokens, usually the clean input; run the model inside the block
+    on the corrupted input of the same shape. Every other head computes as usual from what it
+    receives, so a patched head's effect reaches the read-out through all later layers.
+    """
+    atts = [(_attention(model, layer, head), head) for layer, head in heads]
+    inputs = _head_inputs(model, [att for att, _ in atts], source)
+    clean = []
+    for att, head in atts:
+        cols = slice(head * att.head_dim, (head + 1) * att.head_dim)
+        clean.append((att, head, inputs[att][..., cols]))  # (b, num_tokens, head_dim)
+    with _heads_replaced(clean):
+        yield model
+
+
+@torch.no_grad()
+def direct_logit_attribution(
+    model: TinyTransformer, tokens: torch.Tensor, targets: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Split each position's logit of its target into what each part of the stream adds.
+
+    With no normalisation before the read-out, the logits are W_U times a sum (token
+    embedding, position vector, every head's W_O-columns output, the biases of ``out_proj``)
+    plus the read-out's bias, so the target's logit is a sum too. Logits are centred first
+    (each minus the mean over the vocabulary: what raises every logit alike changes no
+    probability). Returns ``"heads"``: (num_layers, num_heads, b, num_tokens), each head's
+    direct contribution through W_U (not through later heads), and ``"rest"``:
+    (b, num_tokens), the embeddings and biases; together they sum to the centred logit.
+    """
+    atts = [cast(MultiHeadAttention, att) for att in model.layers]
+    inputs = _head_inputs(model, atts, tokens)
+    W_U = model.out_head.weight - model.out_head.weight.mean(dim=0)  # (vocab, d_model), centred
+    directions = W_U[targets]  # (b, num_tokens, d_model): the target's read-out row
+    heads = torch.zeros(len(atts), atts[0].num_heads, *tokens.shape)
+    rest = model.tok_emb(tokens) + model.positions(tokens.shape[1])  # (b, num_tokens, d_model)
+    for layer, att in enumerate(atts):
+        for head in range(att.num_heads):
+            cols = slice(head * att.head_dim, (head + 1) * att.head_dim)
+            out = inputs[att][..., cols] @ att.out_proj.weight[:, cols].T  # (b, T, d_model)
+            heads[layer, head] = (out * directions).sum(-1)
+        if att.out_proj.bias is not None:
+            rest = rest + att.out_proj.bias
+    bias = model.out_head.bias - model.out_head.bias.mean()  # (vocab,)
+    return {"heads": heads, "rest": (rest * directions).sum(-1) + bias[targets]}

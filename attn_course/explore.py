@@ -93,7 +93,8 @@ class Picture:
         """The numbers behind the picture, in words (the status line's second half)."""
         largest, uniform = self.row_max()
         facts = (
-            f"largest weight per row {largest:.2f} on average (uniform {uniform:.2f}) · "
+            f"largest weight per row {largest:.2f} on average (uniform {uniform:.2f}; rows that see"
+            f" ≥ 2 keys) · "
             f"scores softmax sees: std {self.row_std:.3g} within a row"
         )
         if self.view == "deviation":

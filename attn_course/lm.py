@@ -343,24 +343,31 @@ def pretrained_lm() -> GPTModel:
 
 
 @torch.no_grad()
-def evaluate_text(model: GPTModel, text: str) -> float:
+@torch.no_grad()
+def evaluate_text(model: GPTModel, text: str, batch_size: int = 64) -> float:
     """Mean loss in nats per character of ``text`` under ``model``.
 
     The text is cut into consecutive windows of ``context_length + 1`` characters that overlap
     by one; each character after the first is predicted from the characters before it in its
-    window. Characters outside the model's set raise the tokenizer's ValueError.
+    window. The windows go through the model ``batch_size`` at a time (the last, shorter one
+    alone). Characters outside the model's set raise the tokenizer's ValueError.
     """
     ids = tokenizer().encode_tensor(text)
     if len(ids) < 2:
         raise ValueError("the text needs at least 2 characters: one to read, one to predict.")
     n = model.cfg.context_length
-    total, count = 0.0, 0
-    for start in range(0, len(ids) - 1, n):
-        window = ids[start : start + n + 1][None]  # (1, <= n + 1)
-        logits = model(window[:, :-1])  # (1, num_tokens, vocab_size)
-        losses = F.cross_entropy(logits[0], window[0, 1:], reduction="sum")
-        total, count = total + losses.item(), count + window.shape[1] - 1
-    return total / count
+    full = (len(ids) - 1) // n  # windows of n + 1 characters
+    batches = [  # (<= batch_size, n + 1) each: views of ids, no copy
+        ids[: full * n + 1].unfold(0, n + 1, n)[i : i + batch_size]
+        for i in range(0, full, batch_size)
+    ]
+    if full * n < len(ids) - 1:
+        batches.append(ids[full * n :][None])  # the last window, shorter
+    total = 0.0
+    for batch in batches:
+        logits = model(batch[:, :-1])  # (windows, num_tokens, vocab_size)
+        total += F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum")
+    return float(total) / (len(ids) - 1)
 
 
 def held_out_loss(model: GPTModel, num_chars: int | None = None) -> float:

@@ -24,6 +24,7 @@ __all__ = [
     "attention_tile",
     "tiled_attention",
     "peak_memory",
+    "layout_copies",
 ]
 
 
@@ -164,3 +165,22 @@ def peak_memory(fn: Callable[..., object], *args: object) -> int:
         live += change
         peak = max(peak, live)
     return peak
+
+
+def layout_copies(fn: Callable[..., object], *args: object) -> list[tuple[str, tuple[int, ...]]]:
+    """The tensors ``fn(*args)`` copies whole into fresh memory, in call order.
+
+    torch.profiler records every ATen operator and the operators it calls. Each ``aten::clone``
+    (a tensor copied into new, contiguous memory) is returned as (the outermost operator that
+    called it, such as ``aten::matmul`` or ``aten::contiguous``; the shape it copied).
+    """
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        fn(*args)
+    copies = []
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        if event.name == "aten::clone":
+            outer = event
+            while outer.cpu_parent is not None:
+                outer = outer.cpu_parent
+            copies.append((outer.name, tuple(event.input_shapes[0])))
+    return copies

@@ -488,3 +488,36 @@ def test_bug_zoo_lost_mask_reproduces_the_printed_weight_split_output():
     buggy = MaskNotInPlace(6, 6, context_length=3, dropout=0.0, num_heads=2, qkv_bias=True)
     buggy.load_state_dict(_lecture_weight_split().state_dict())
     assert_printed(buggy(example("rows").batch(2)), WEIGHT_SPLIT_PRINTED, decimals=4)
+
+
+def test_batched_matmul_on_transposed_heads_copies_them():
+    """03: `view` and `transpose` copy nothing, but `@` copies the transposed q, k and v (b > 1).
+
+    matmul folds (b, num_heads) into one batch dim with `reshape`, which must copy a transposed
+    view; `.contiguous()` copies the merged heads once more. num_tokens = 5 and head_dim = 3
+    differ, so the shapes tell queries (b, h, 5, 3) from transposed keys (b, h, 3, 5).
+    """
+    from attn_course.tiled import layout_copies
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(6, 6, context_length=5, dropout=0.0, num_heads=2)
+    x = torch.randn(2, 5, 6)
+    with torch.no_grad():
+        copies = layout_copies(mha, x)
+        q = mha.W_query(x).view(2, 5, 2, 3).transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+        k = mha.W_key(x).view(2, 5, 2, 3).transpose(1, 2)
+        views_only = layout_copies(lambda: mha.W_key(x).view(2, 5, 2, 3).transpose(1, 2).mT)
+        scores = layout_copies(lambda: q @ k.transpose(2, 3))
+        contiguous_scores = layout_copies(lambda: q.contiguous() @ k.transpose(2, 3).contiguous())
+        one_sequence = layout_copies(mha, x[:1])
+    assert copies == [
+        ("aten::matmul", (2, 2, 5, 3)),  # queries
+        ("aten::matmul", (2, 2, 3, 5)),  # keys.transpose(2, 3)
+        ("aten::matmul", (2, 2, 5, 3)),  # values
+        ("aten::contiguous", (2, 5, 2, 3)),  # the merged heads
+    ]
+    assert views_only == []
+    assert scores == [("aten::matmul", (2, 2, 5, 3)), ("aten::matmul", (2, 2, 3, 5))]
+    assert [op for op, _ in contiguous_scores] == ["aten::contiguous", "aten::contiguous"]
+    # b = 1: reshape merges the size-1 batch dim with the heads without copying.
+    assert one_sequence == [("aten::contiguous", (1, 5, 2, 3))]

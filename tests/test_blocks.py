@@ -21,7 +21,9 @@ from attn_course.blocks import (
     MultiHeadCrossAttention,
     MultiHeadSelfAttention,
     TransformerBlock,
+    block_parameter_counts,
     count_parameters,
+    swiglu_hidden,
 )
 
 ATOL = 1e-5
@@ -265,3 +267,40 @@ def test_count_parameters_skips_buffers_and_frozen_weights():
     assert count_parameters(attention) == 4 * (4 * 4) + 4
     attention.out_proj.requires_grad_(False)
     assert count_parameters(attention) == 3 * (4 * 4)
+
+
+def test_swiglu_hidden_follows_llama():
+    """2/3 of 4d, rounded up to a multiple of 256: Llama-7B's 11,008 at d = 4,096."""
+    assert swiglu_hidden(4096) == 11_008
+    assert swiglu_hidden(768) == 2_048  # exactly 2/3 of 3,072
+    assert swiglu_hidden(100, multiple_of=1) == 266
+
+
+def test_block_parameter_counts_gpt2_equals_the_package_block():
+    for d_model, num_heads in ((768, 12), (64, 4)):
+        cfg = BlockConfig(d_model=d_model, context_length=32, num_heads=num_heads, qkv_bias=True)
+        with torch.device("meta"):
+            block = TransformerBlock(cfg)
+        parts = block_parameter_counts(d_model, cfg.d_ff, "gpt2")
+        assert parts == {
+            "attention": count_parameters(block.att),
+            "feed-forward": count_parameters(block.ff),
+            "norms": count_parameters(block.norm1) + count_parameters(block.norm2),
+            "block": count_parameters(block),
+        }
+
+
+def test_block_parameter_counts_llama_has_no_biases_and_three_matrices():
+    """Llama-style: 4d^2 attention, 3 * d * d_ff SwiGLU, d per RMSNorm; GPT-2's differ."""
+    d, d_ff = 768, 2048
+    llama = block_parameter_counts(d, d_ff, "llama")
+    assert llama == {
+        "attention": 4 * d * d,
+        "feed-forward": 3 * d * d_ff,
+        "norms": 2 * d,
+        "block": 4 * d * d + 3 * d * d_ff + 2 * d,
+    }
+    gpt2 = block_parameter_counts(d, d_ff, "gpt2")
+    assert gpt2["feed-forward"] == 2 * d * d_ff + d_ff + d and gpt2["norms"] == 4 * d
+    with pytest.raises(ValueError, match="choose 'gpt2' or 'llama'"):
+        block_parameter_counts(d, d_ff, "mistral")

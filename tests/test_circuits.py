@@ -6,12 +6,16 @@ import pytest
 import torch
 
 from attn_course.circuits import (
+    composition_score,
+    composition_scores,
     diagonal_top1,
+    direct_logit_attribution,
     head_matrices,
     k_composition_qk_circuit,
-    k_composition_scores,
     mean_ablated,
     ov_circuit,
+    patched,
+    random_composition_scores,
 )
 from attn_course.model import ModelConfig, TinyTransformer, ablated
 from attn_course.training import pretrained
@@ -85,17 +89,134 @@ def set_head(model: TinyTransformer, layer: int, head: int, **matrices: torch.Te
                 getattr(att, name).weight[rows] = value
 
 
-def test_k_composition_score_of_known_subspaces():
-    model = small_model()  # d_model 8, head_dim 4
-    first, last = torch.eye(8)[:4], torch.eye(8)[4:]  # (head_dim, d_model) projections
-    set_head(model, 1, 0, W_query=first, W_key=first)  # reads dims 0-3
-    set_head(model, 0, 0, W_value=first, W_O=first.T)  # writes dims 0-3: the same subspace
-    set_head(model, 0, 1, W_value=last, W_O=last.T)  # writes dims 4-7: unseen by the reader
-    scores = k_composition_scores(model)
-    # ||P P|| / (||P|| ||P||) = 2 / (2 * 2) for a rank-4 projection P
-    assert scores[0, 0].item() == pytest.approx(0.5)
-    assert scores[0, 1].item() == pytest.approx(0.0, abs=1e-7)
-    assert head_matrices(model, 0, 1)["W_O"].shape == (8, 4)
+def subspace_model() -> tuple[TinyTransformer, list[torch.Tensor]]:
+    """d_model 12, three heads of width 4; the three blocks of 4 dimensions A, B, C.
+
+    Reader L1 H0 reads its queries from A, its keys from B, its values from C. Writer L0 Hi
+    writes only into block i (W_V and W_O the projection on it).
+    """
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=9, context_length=8, d_model=12, num_heads=3)
+    model = TinyTransformer(cfg).eval()
+    blocks = list(torch.eye(12).split(4))  # 3 x (head_dim, d_model): A, B, C
+    A, B, C = blocks
+    set_head(model, 1, 0, W_query=A, W_key=B, W_value=C, W_O=A.T)
+    for i, block in enumerate(blocks):
+        set_head(model, 0, i, W_value=block, W_O=block.T)
+    return model, blocks
+
+
+def test_composition_scores_tell_queries_keys_and_values_apart():
+    model, _ = subspace_model()
+    scores = composition_scores(model)  # {kind: (reader, writer)}
+    # ||P_A P_B|| / (||P_A|| ||P_B||) = 2 / (2 * 2) for rank-4 projections: one writer each
+    torch.testing.assert_close(scores["Q"][0], torch.tensor([0.5, 0.0, 0.0]))  # into A: queries
+    torch.testing.assert_close(scores["K"][0], torch.tensor([0.0, 0.5, 0.0]))  # into B: keys
+    torch.testing.assert_close(scores["V"][0], torch.tensor([0.0, 0.0, 0.5]))  # into C: values
+    assert head_matrices(model, 0, 1)["W_O"].shape == (12, 4)
+
+
+@torch.no_grad()
+def test_k_composition_is_what_moves_the_readers_scores_through_its_keys():
+    """Behaviour, not formula: a writer in the keys' block changes the score, one in A does not.
+
+    The score of a query x_q against a key stream x_k + (W_OV y) changes with y only when the
+    writer's output reaches W_K; the K-composition score must be high exactly then.
+    """
+    model, _ = subspace_model()
+    reader = model.layers[1]
+    x_q, x_k, y = torch.randn(3, 12, generator=torch.Generator().manual_seed(1))
+    scores = composition_scores(model)
+    for writer in range(3):
+        att = model.layers[0]
+        cols = slice(writer * 4, (writer + 1) * 4)
+        written = att.out_proj.weight[:, cols] @ att.W_value.weight[cols] @ y  # (d_model,)
+        q, k = reader.W_query.weight[:4] @ x_q, reader.W_key.weight[:4] @ x_k
+        moved = q @ (reader.W_key.weight[:4] @ (x_k + written)) - q @ k
+        assert (abs(moved.item()) > 1e-3) == (scores["K"][0, writer].item() > 0.1)
+
+
+def test_composition_score_rejects_an_unknown_kind_and_layer_0():
+    model, _ = subspace_model()
+    with pytest.raises(ValueError, match="kind"):
+        composition_score(head_matrices(model, 1, 0), head_matrices(model, 0, 0), "O")
+    with pytest.raises(ValueError, match="layer 1 or later"):
+        composition_scores(model, layer=0)
+
+
+def test_random_baseline_sits_near_one_over_sqrt_d_model():
+    baseline = random_composition_scores(d_model=64, head_dim=16, draws=50, seed=0)
+    for kind in "QKV":
+        assert baseline[kind].shape == (50,)
+        assert baseline[kind].mean().item() == pytest.approx(64**-0.5, abs=0.01)
+    torch.testing.assert_close(random_composition_scores(64, 16, 50, 0)["K"], baseline["K"])
+    assert not torch.equal(random_composition_scores(64, 16, 50, 1)["K"], baseline["K"])
+
+
+def test_shipped_induction_heads_read_the_previous_token_head_through_their_keys(
+    induction_model,
+):
+    scores = composition_scores(induction_model)
+    baseline = random_composition_scores(64, 16, draws=50)
+    for reader in range(4):
+        assert scores["K"][reader].argmax().item() == 3  # L0 H3, the previous-token head
+        assert scores["K"][reader, 3] > baseline["K"].max()
+        assert scores["Q"][reader, 3] < baseline["Q"].min()
+
+
+def centred_target_logits(model: TinyTransformer, tokens: torch.Tensor, targets: torch.Tensor):
+    logits = model(tokens)  # (b, num_tokens, vocab)
+    centred = logits - logits.mean(dim=-1, keepdim=True)
+    return centred.gather(-1, targets[..., None])[..., 0]  # (b, num_tokens)
+
+
+@torch.no_grad()
+def test_direct_logit_attribution_sums_to_the_logit_and_is_the_last_layers_ablation():
+    model = small_model(2)
+    gen = torch.Generator().manual_seed(0)
+    tokens, targets = torch.randint(9, (2, 2, 8), generator=gen)
+    parts = direct_logit_attribution(model, tokens, targets)
+    assert parts["heads"].shape == (2, 2, 2, 8)
+    whole = centred_target_logits(model, tokens, targets)
+    torch.testing.assert_close(parts["heads"].sum(dim=(0, 1)) + parts["rest"], whole)
+    for head in range(2):  # a last-layer head reaches the logits only directly
+        with ablated(model, [(1, head)]):
+            without = centred_target_logits(model, tokens, targets)
+        torch.testing.assert_close(whole - without, parts["heads"][1, head])
+
+
+def test_direct_logit_attribution_of_the_shipped_induction_model(induction_model):
+    from attn_course.tasks import TASKS
+
+    batch = TASKS["induction"].batch(100, seed=1)
+    heads = direct_logit_attribution(induction_model, batch.tokens, batch.targets)["heads"]
+    mean = heads[:, :, batch.scored].mean(dim=-1)  # (num_layers, num_heads)
+    assert (mean[1] > 1.0).all()  # every induction head raises the answer directly
+    assert mean[0].abs().max() < 0.2  # the previous-token head acts only through layer 1
+
+
+@torch.no_grad()
+def test_patched_head_writes_its_output_from_the_source_run():
+    model = small_model(3)
+    gen = torch.Generator().manual_seed(0)
+    clean, corrupted = torch.randint(9, (2, 3, 8), generator=gen)
+    intact = model(corrupted)
+    att, cols = model.layers[1], slice(4, 8)  # head 1 of the last layer
+    outputs = {}
+    for name, tokens in (("clean", clean), ("corrupted", corrupted)):
+        hook = att.out_proj.register_forward_pre_hook(
+            lambda _, args, name=name: outputs.__setitem__(name, args[0][..., cols].clone())
+        )
+        model(tokens)
+        hook.remove()
+    change = (outputs["clean"] - outputs["corrupted"]) @ att.out_proj.weight[:, cols].T
+    with patched(model, [(1, 1)], clean):
+        torch.testing.assert_close(model(corrupted), intact + change @ model.out_head.weight.T)
+        with pytest.raises(AssertionError):  # swapping the roles gives another answer
+            torch.testing.assert_close(model(corrupted), model(clean))
+    torch.testing.assert_close(model(corrupted), intact)  # restored on exit
+    with patched(model, [(0, 0), (1, 1)], corrupted):  # patching a run with itself: no change
+        torch.testing.assert_close(model(corrupted), intact)
 
 
 @torch.no_grad()

@@ -1,12 +1,15 @@
-"""Lecture 11's live run: the stored run shows learning, and a fresh run agrees with it."""
+"""Lecture 11's live run: the stored run shows learning.
+
+That a fresh run agrees with it is proved where the learner sees it: notebook 11 trains live and
+prints "your run ends within 0.15 nats of the stored run: True", which nbval checks on every
+`make test` (and `tests/test_prose_claims.py` holds the prose to it).
+"""
 
 from __future__ import annotations
 
 import re
 
-import pytest
-
-from attn_course.live_training import SAMPLE_CHARS, SAMPLE_EVERY, stored_run, train_live
+from attn_course.live_training import SAMPLE_CHARS, SAMPLE_EVERY, stored_run
 from attn_course.lm import LM_CONFIGS
 
 
@@ -25,9 +28,3 @@ def test_the_stored_run_learns():
     assert abs(last[1] - last[2]) < 0.1  # train and held-out stay together (the prose says so)
     # the samples learn the play's layout: speaker lines (NAME:) appear by the last sample
     assert re.search(r"\n[A-Z ]+:\n", list(run.samples.values())[-1])
-
-
-@pytest.mark.slow  # trains for about half a minute
-def test_a_fresh_run_ends_where_the_stored_run_ends():
-    live, stored = train_live(progress=None), stored_run()
-    assert abs(live.curve[-1][2] - stored.curve[-1][2]) < 0.15

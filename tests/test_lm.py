@@ -195,8 +195,15 @@ def test_evaluate_text_is_the_mean_cross_entropy_per_character():
     ids = tok.encode_tensor(text)
     expected = F.cross_entropy(model(ids[None, :-1])[0], ids[1:]).item()
     assert evaluate_text(model, text) == pytest.approx(expected, rel=1e-5)
-    long_text = text * 5  # 100 characters: 4 windows of 32 predictions (and 3)
-    assert 0 < evaluate_text(model, long_text) < 2 * math.log(75)
+    long_text = text * 5  # 100 characters: 3 windows of 32 predictions, and one of 3
+    ids = tok.encode_tensor(long_text)
+    one_by_one = [ids[start : start + 33] for start in range(0, 99, 32)]
+    assert [len(w) - 1 for w in one_by_one] == [32, 32, 32, 3]
+    losses = [F.cross_entropy(model(w[None, :-1])[0], w[1:], reduction="sum") for w in one_by_one]
+    expected = sum(loss.item() for loss in losses) / 99
+    for batch_size in (1, 2, 64):  # batches of windows, a partial batch, all in one
+        assert evaluate_text(model, long_text, batch_size) == pytest.approx(expected, rel=1e-5)
+    assert 0 < expected < 2 * math.log(75)
     with pytest.raises(ValueError, match="'é'"):
         evaluate_text(model, "Café")
     with pytest.raises(ValueError, match="at least 2 characters"):

@@ -1,13 +1,15 @@
-"""nbval's kernels run as on another machine (conftest.py): the probe.
+"""nbval's kernels run as on another machine (conftest.py): the probes.
 
-Every nbval run of this repository compares the stored outputs with those of a kernel on
-PyTorch's generic kernels and another thread count (``--nbval-native`` turns that off). This
-test proves the kernel nbval starts really is that other machine: a probe notebook whose
-stored output is what such a kernel prints passes under nbval.
+Every nbval run of this repository compares the stored outputs with those of a kernel on other
+code paths (PyTorch's generic kernels, MKL's compatible path) and another thread count
+(``--nbval-native`` turns that off). The first test proves the kernel nbval starts really is
+that other machine; the second that the pass can fail: a cell that prints digits float32
+rounding decides, stored as this machine's own kernels print them, fails under nbval.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -15,24 +17,80 @@ import nbformat
 import pytest
 from support import ROOT
 
+from conftest import OTHER_MACHINE, code_paths
+
 pytestmark = pytest.mark.slow  # starts a pytest run with a kernel
+
+# The variables that choose PyTorch's and MKL's code paths: unset, a process runs natively.
+CODE_PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS")
+# A float32 product whose last bits depend on the code path: the digest of its bytes.
+FRAGILE = (
+    "import hashlib, torch\n"
+    "torch.set_num_threads(1)\n"
+    "g = torch.Generator().manual_seed(0)\n"
+    "a, b = torch.randn(64, 96, generator=g), torch.randn(96, 80, generator=g)\n"
+    "x = torch.randn(3, 7, 96, generator=g)\n"
+    "print(hashlib.sha256((a @ b).numpy().tobytes() + (x @ a.T).numpy().tobytes()).hexdigest())"
+)
+
+
+def run_nbval(path) -> subprocess.CompletedProcess:
+    """nbval over one notebook, outside the repository, with this repository's conftest."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest"]
+    command += ["--nbval", "--nbval-current-env", str(path)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+
+
+def one_cell_notebook(path, source: str, printed: str) -> None:
+    cell = nbformat.v4.new_code_cell(
+        source,
+        execution_count=1,
+        outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)],
+    )
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [cell]
+    nbformat.write(notebook, path)
+
+
+def printed_by(source: str, **variables: str) -> str:
+    """What ``source`` prints in a fresh process on this machine's own code paths, plus
+    ``variables``."""
+    env = {k: v for k, v in os.environ.items() if k not in CODE_PATH_VARIABLES}
+    result = subprocess.run(
+        [sys.executable, "-c", source], env={**env, **variables}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
 
 
 def test_nbval_kernels_run_generic_kernels_and_the_other_thread_count(tmp_path):
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [
-        nbformat.v4.new_code_cell(
-            "import torch\n"
-            "torch.set_num_threads(1)\n"
-            "print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())",
-            execution_count=1,
-            outputs=[nbformat.v4.new_output("stream", name="stdout", text="DEFAULT 2\n")],
-        )
-    ]
     path = tmp_path / "probe.ipynb"
-    nbformat.write(notebook, path)
+    one_cell_notebook(
+        path,
+        "import os, torch\n"
+        "torch.set_num_threads(1)\n"
+        "print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads(),"
+        " os.environ.get('MKL_CBWR'))",
+        "DEFAULT 2 COMPATIBLE\n",
+    )
     # The probe lies outside the repository, so its run loads ROOT/conftest.py as a plugin.
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest"]
-    command += ["--nbval", "--nbval-current-env", str(path)]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    env_override = os.environ.get("ATTN_COURSE_OTHER_MACHINE")
+    if env_override:
+        pytest.skip(f"ATTN_COURSE_OTHER_MACHINE={env_override!r} names another machine")
+    result = run_nbval(path)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_the_portable_pass_fails_a_cell_that_prints_rounding(tmp_path):
+    native = printed_by(FRAGILE)
+    paths = code_paths(os.environ.get("ATTN_COURSE_OTHER_MACHINE") or OTHER_MACHINE)
+    other = printed_by(FRAGILE.replace("set_num_threads(1)", "set_num_threads(2)"), **paths)
+    if other == native:
+        pytest.skip("this CPU's own code paths round as the other machine's: nothing to show")
+    path = tmp_path / "fragile.ipynb"
+    one_cell_notebook(path, FRAGILE, native)
+    result = run_nbval(path)
+    assert result.returncode == 1 and "mismatch 'stdout'" in result.stdout, result.stdout[-3000:]
+    # The same notebook storing what the other machine prints passes: only the digits failed.
+    one_cell_notebook(path, FRAGILE, other)
+    assert run_nbval(path).returncode == 0

@@ -6,13 +6,17 @@ the same ``LearnerError`` when the learner's code raises. So the check library a
 object's session (``session_of``) and never where the object lives. ``checking`` guards a
 check here: the time limit (``agent.time_limit``), torch, NumPy and ``random`` seeded with
 ``CHECK_SEED`` (the learner's random state restored afterwards), and what the learner's code
-prints capped at ``OUTPUT_LIMIT`` characters per stream.
+prints capped at ``OUTPUT_LIMIT`` characters per stream. With ``DYNAMO_GUARD`` set in the
+environment (the test suite's nbval kernels), a check that imports ``torch._dynamo`` inside its
+time limit raises: registered without ``imports_dynamo=True``, it would time out on a loaded
+machine.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import random
 import sys
 from collections.abc import Iterator
@@ -27,7 +31,9 @@ from .context import CHECK_SEED, OUTPUT_LIMIT
 from .registry import CheckSpec
 from .remote import LearnerError, Session, is_remote
 
-__all__ = ["LocalSession", "LOCAL", "session_of"]
+__all__ = ["DYNAMO_GUARD", "LocalSession", "LOCAL", "session_of"]
+
+DYNAMO_GUARD = "ATTN_COURSE_DYNAMO_GUARD"
 
 
 class LocalSession:
@@ -48,8 +54,14 @@ class LocalSession:
         """The time limit, fixed seeds and capped output around one check of ``obj``."""
         if spec.imports_dynamo or isinstance(obj, nn.Module) or _is_module_class(obj):
             agent.preload_dynamo()  # module checks use the meta device: import outside the limit
+        imported = "torch._dynamo" in sys.modules
         with agent.time_limit(time_limit), _fixed_seeds(), _capped_output():
             yield
+        if os.environ.get(DYNAMO_GUARD) and not imported and "torch._dynamo" in sys.modules:
+            raise RuntimeError(
+                f"the check {spec.id!r} imported torch._dynamo inside its time limit: "
+                "register it with imports_dynamo=True"
+            )
 
 
 LOCAL = LocalSession()

@@ -16,6 +16,7 @@ __all__ = [
     "diagonal_score",
     "induction_score",
     "row_entropy",
+    "offset_weight_by_row",
     "SCORES",
     "head_scores",
 ]
@@ -93,6 +94,23 @@ def row_entropy(attn_weights: torch.Tensor) -> torch.Tensor:
     entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(dim=-1)
     max_entropy = torch.log(torch.arange(2, attn_weights.shape[-1] + 1, dtype=w.dtype))
     return (entropy / max_entropy).mean(dim=(0, 2))
+
+
+def offset_weight_by_row(attn_weights: torch.Tensor, offset: int) -> torch.Tensor:
+    """(num_heads, num_tokens): mean weight from query row t to key t - offset, per row t.
+
+    Indexed by the QUERY row t (not by the key); rows t < offset have no such key: NaN.
+    Averaged over the batch only, so a head that looks ``offset`` back at some query
+    positions and elsewhere at others shows it row by row.
+    """
+    _validate(attn_weights)
+    num_tokens = attn_weights.shape[-1]
+    if not 0 <= offset < num_tokens:
+        raise ValueError(f"offset={offset} must be in 0..{num_tokens - 1}.")
+    out = torch.full((attn_weights.shape[1], num_tokens), torch.nan, dtype=attn_weights.dtype)
+    # diagonal(-offset)[..., i] is query i + offset, key i: shift it onto the query rows
+    out[:, offset:] = attn_weights.diagonal(offset=-offset, dim1=-2, dim2=-1).mean(dim=0)
+    return out
 
 
 SCORES = ("previous-token", "induction", "first-token", "diagonal", "row entropy")

@@ -20,7 +20,7 @@ import torch
 
 from .attention import causal_mask, scaled_dot_product_attention
 
-__all__ = ["sinusoidal_positions", "rope_angles", "apply_rope", "rope_attention"]
+__all__ = ["sinusoidal_positions", "shift_matrix", "rope_angles", "apply_rope", "rope_attention"]
 
 ROPE_BASE = 10000.0
 
@@ -29,7 +29,8 @@ def sinusoidal_positions(num_tokens: int, d_model: int) -> torch.Tensor:
     """(num_tokens, d_model) table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(.).
 
     Each pair of columns is a clock of its own frequency, from one turn every 2*pi
-    positions (column 0) down to one turn every 2*pi*10000 positions.
+    positions (columns 0 and 1) down to one turn every 2*pi*10000^((d-2)/d) positions for the
+    last pair (2*pi*7499 for d = 64).
     """
     if num_tokens < 1:
         raise ValueError(f"num_tokens={num_tokens} must be at least 1.")
@@ -42,6 +43,21 @@ def sinusoidal_positions(num_tokens: int, d_model: int) -> torch.Tensor:
     table[:, 0::2] = torch.sin(angles)
     table[:, 1::2] = torch.cos(angles)
     return table
+
+
+def shift_matrix(k: int, d_model: int) -> torch.Tensor:
+    """(d_model, d_model) M_k with PE[p + k] = M_k @ PE[p]: each (sin, cos) pair turns by k θ_i.
+
+    M_k moves a position vector k places LATER; its transpose M_kᵀ = M_(-k) moves it k places
+    earlier (a rotation: M_kᵀ M_k = I).
+    """
+    angle = rope_angles(1, d_model, start=k)[0]  # (d_model/2,): k θ_i
+    c, s = angle.cos(), angle.sin()
+    even = torch.arange(0, d_model, 2)
+    M = torch.zeros(d_model, d_model)
+    M[even, even], M[even, even + 1] = c, s  # sin(a + b) = sin a cos b + cos a sin b
+    M[even + 1, even], M[even + 1, even + 1] = -s, c  # cos(a + b) = cos a cos b - sin a sin b
+    return M
 
 
 def rope_angles(

@@ -107,3 +107,19 @@ def test_head_scores_without_tokens_leaves_induction_undefined():
     scores = hs.head_scores(torch.stack([uniform_causal(4)]), None)
     assert torch.isnan(scores["induction"]).all()
     assert scores["row entropy"].item() == pytest.approx(1.0)
+
+
+def test_offset_weight_by_row_is_indexed_by_the_query_row():
+    """Rows 22-30 look 9 back (keys 13-21), every other row at key 0: the result is 1 at the
+    QUERY rows 22-30; indexed by key it would be 1 at 13-21 instead."""
+    columns = [t - 9 if 22 <= t <= 30 else 0 for t in range(32)]
+    got = hs.offset_weight_by_row(one_hot_rows(columns), 9)[0]  # (num_tokens,)
+    assert got[:9].isnan().all()
+    assert got[22:31].tolist() == [1.0] * 9
+    assert got[13:22].tolist() == [0.0] * 9
+    assert got[31].item() == 0.0
+
+
+def test_offset_weight_by_row_rejects_an_offset_past_the_rows():
+    with pytest.raises(ValueError, match="offset"):
+        hs.offset_weight_by_row(uniform_causal(4), 4)

@@ -8,7 +8,13 @@ import pytest
 import torch
 
 from attn_course.attention import causal_mask
-from attn_course.positions import apply_rope, rope_angles, rope_attention, sinusoidal_positions
+from attn_course.positions import (
+    apply_rope,
+    rope_angles,
+    rope_attention,
+    shift_matrix,
+    sinusoidal_positions,
+)
 
 
 def test_rope_rotates_each_interleaved_pair_by_position_times_frequency():
@@ -76,3 +82,27 @@ def test_rope_attention_rotates_queries_and_keys_not_values():
 def test_rope_rejects_bad_input_with_a_sentence(shape, start, words):
     with pytest.raises(ValueError, match=words):
         apply_rope(torch.zeros(shape), start=start)
+
+
+@pytest.mark.parametrize("k", [1, 3, 9])
+def test_shift_matrix_moves_a_position_k_places_later_not_earlier(k):
+    table = sinusoidal_positions(40, 64)  # (num_tokens, d_model)
+    M = shift_matrix(k, 64)
+    torch.testing.assert_close(table[:-k] @ M.T, table[k:], atol=1e-5, rtol=0)  # M PE[p] = PE[p+k]
+    assert not torch.allclose(table[k:] @ M.T, table[:-k], atol=1e-2)  # not PE[p-k]
+    torch.testing.assert_close(table[k:] @ M, table[:-k], atol=1e-5, rtol=0)  # Mᵀ goes back
+
+
+@pytest.mark.parametrize("k", [1, 3, 9])
+def test_a_head_with_w_qk_shift_matrix_looks_k_back_and_its_transpose_does_not(k):
+    """score(p, j) = PE[p]ᵀ M_k PE[j] = PE[p] · PE[j + k] peaks at j = p - k (self-similarity);
+    with M_kᵀ it would peak at j = p + k, which the causal mask hides, so it picks j = p."""
+    table = sinusoidal_positions(32, 64)
+    mask = causal_mask(32)
+    for W, want in ((shift_matrix(k, 64), torch.arange(32) - k), (shift_matrix(k, 64).T, None)):
+        scores = (table @ W @ table.T).masked_fill(mask, -torch.inf)  # (query p, key j)
+        picked = scores.argmax(dim=-1)[k:]  # rows p >= k
+        if want is not None:
+            assert picked.tolist() == want[k:].tolist()
+        else:
+            assert picked.tolist() == list(range(k, 32))

@@ -7,7 +7,7 @@ from importlib import resources
 import pytest
 import torch
 
-from attn_course.head_scores import head_scores
+from attn_course.head_scores import head_scores, offset_weight_by_row
 from attn_course.model import ablated
 from attn_course.tasks import TASKS
 from attn_course.training import evaluate, pretrained
@@ -66,3 +66,15 @@ def test_induction_model_has_its_circuit():
 def test_unknown_task():
     with pytest.raises(ValueError, match="unknown task"):
         pretrained("sorting")
+
+
+@pytest.mark.slow  # runs a trained model on held-out batches
+def test_fixed_offset_shortcut_is_tied_to_query_positions_22_to_30():
+    """Trained with the repeat at positions 22-31, the fixed model's layer-1 heads look 9
+    back from QUERY rows 22-30 (the keys 13-21), also on varied data, and not elsewhere."""
+    model, batch = pretrained("induction-fixed"), TASKS["induction"].batch(500, seed=1)
+    model(batch.tokens)
+    back9 = offset_weight_by_row(model.attention_weights()[1], 9)  # (num_heads, num_tokens)
+    assert (back9[:, 22:31].mean(dim=1) > 0.85).all()
+    assert (back9[:, 9:22] < 0.25).all()  # includes the key rows 13-21 of the reversed claim
+    assert (back9[:, 31] < 0.1).all()

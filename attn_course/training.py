@@ -28,6 +28,8 @@ __all__ = [
     "TRAIN_CONFIGS",
     "HELD_OUT_SEED",
     "model_config",
+    "next_token_loss",
+    "train_step",
     "train",
     "accuracy",
     "evaluate",
@@ -62,6 +64,47 @@ TRAIN_CONFIGS: dict[str, TrainConfig] = {
 def model_config(task: Task, **overrides) -> ModelConfig:
     """The course's model for ``task``: 2 attention-only layers, 4 heads, width 64."""
     return ModelConfig(vocab_size=task.vocab_size, context_length=task.num_tokens, **overrides)
+
+
+def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy, in nats, of predicting each next token from the logits before it.
+
+    Args:
+        logits: (b, num_tokens, vocab_size), the model's output for ``tokens``.
+        tokens: (b, num_tokens) token ids, num_tokens >= 2. Position t's logits are scored
+            against ``tokens[:, t + 1]``; the last position has no next token and is dropped.
+            Every other token is a target (no padding, no ignore_index).
+
+    Returns:
+        A 0-dim tensor: the mean over the b * (num_tokens - 1) predictions.
+    """
+    if logits.ndim != 3 or tokens.shape != logits.shape[:2] or tokens.shape[1] < 2:
+        raise ValueError(
+            f"expected logits (b, num_tokens, vocab_size) for tokens (b, num_tokens) with "
+            f"num_tokens >= 2, got {tuple(logits.shape)} and {tuple(tokens.shape)}."
+        )
+    predictions = logits[:, :-1]  # (b, num_tokens - 1, vocab_size): positions 0 .. T-2
+    targets = tokens[:, 1:]  # (b, num_tokens - 1): the token after each of them
+    return F.cross_entropy(predictions.flatten(0, 1), targets.flatten())
+
+
+def train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    tokens: torch.Tensor,
+    max_norm: float = 1.0,
+) -> float:
+    """One update on next-token prediction; returns the loss (nats) before the update.
+
+    ``tokens``: (b, num_tokens). Zero the gradients (``backward`` adds to them), forward,
+    loss, backward, clip the gradients' global norm to ``max_norm``, then step.
+    """
+    optimizer.zero_grad(set_to_none=True)
+    loss = next_token_loss(model(tokens), tokens)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item()
 
 
 def _loss(model: TinyTransformer, batch: Batch) -> torch.Tensor:

@@ -1099,6 +1099,88 @@ def find_hard_coded(model, tokens):
     return [(1, 0), (1, 1), (1, 2), (1, 3)]
 
 
+def next_loss(logits, tokens, mistake=None):
+    """A learner's next-token loss (logits (b, T, V), tokens (b, T)) with ``mistake``."""
+    pred, target = logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten()
+    if mistake == "no shift":
+        return F.cross_entropy(logits.flatten(0, 1), tokens.flatten())
+    if mistake == "backwards":
+        return F.cross_entropy(logits[:, 1:].flatten(0, 1), tokens[:, :-1].flatten())
+    if mistake == "sum":
+        return F.cross_entropy(pred, target, reduction="sum")
+    if mistake == "bits":
+        return -torch.log2(torch.softmax(pred, dim=-1).gather(1, target[:, None])).mean()
+    if mistake == "naive":  # exp overflows for logits in the hundreds
+        probs = pred.exp() / pred.exp().sum(dim=-1, keepdim=True)
+        return -probs.gather(1, target[:, None]).log().mean()
+    if mistake == "double softmax":
+        return F.cross_entropy(torch.softmax(pred, dim=-1), target)
+    if mistake == "ignore 0":
+        return F.cross_entropy(pred, target, ignore_index=0)
+    if mistake == "item":
+        return F.cross_entropy(pred, target).item()
+    if mistake == "no grad":
+        with torch.no_grad():
+            return F.cross_entropy(pred, target)
+    return F.cross_entropy(pred, target)
+
+
+def next_loss_log_softmax(logits, tokens):
+    """Right, written another way: gather the targets' log-probabilities position by position."""
+    log_probs = torch.log_softmax(logits, dim=-1)[:, :-1]  # (b, T - 1, V)
+    return -log_probs.gather(-1, tokens[:, 1:, None]).squeeze(-1).mean()
+
+
+def next_loss_logsumexp(logits, tokens):
+    """Right, written another way: logsumexp minus the target's logit, one sequence at a time."""
+    losses = []
+    for seq_logits, seq_tokens in zip(logits, tokens, strict=True):
+        rows = seq_logits[:-1]  # (T - 1, V)
+        picked = rows[torch.arange(len(rows)), seq_tokens[1:]]
+        losses.append(torch.logsumexp(rows, dim=-1) - picked)
+    return torch.cat(losses).mean()
+
+
+def step(model, optimizer, tokens, max_norm, mistake=None):
+    """A learner's training step with ``mistake``."""
+    if mistake not in ("no zero_grad", "zero_grad after backward", "zero_grad at the end"):
+        optimizer.zero_grad()
+    logits = model(tokens)
+    loss = next_loss(logits, tokens, {"sum": "sum", "bits": "bits"}.get(mistake))
+    if mistake == "no shift":
+        loss = next_loss(logits, tokens, "no shift")
+    (-loss if mistake == "ascent" else loss).backward()
+    if mistake == "zero_grad after backward":
+        optimizer.zero_grad()
+    if mistake == "clip value":
+        torch.nn.utils.clip_grad_value_(model.parameters(), max_norm)
+    elif mistake not in ("clip after step", "no clip"):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if mistake != "no step":
+        optimizer.step()
+    if mistake == "clip after step":
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if mistake == "zero_grad at the end":
+        optimizer.zero_grad()
+    if mistake == "none":
+        return None
+    return loss if mistake == "tensor" else loss.item()
+
+
+def step_clip_by_hand(model, optimizer, tokens, max_norm):
+    """Right, written another way: zero_grad at the end, the norm clipped by hand."""
+    loss = next_loss_log_softmax(model(tokens), tokens)
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    norm = torch.sqrt(sum((g**2).sum() for g in grads))
+    if norm > max_norm:
+        for g in grads:
+            g.mul_(max_norm / norm)
+    optimizer.step()
+    model.zero_grad(set_to_none=False)
+    return loss.item()
+
+
 # --- notebooks 09 and 10: sliding window, GQA, KV cache, online softmax, tiles ----------------
 
 
@@ -1702,6 +1784,38 @@ WRONG: list[Wrong] = [
     Wrong("zero by hook", "zero_head", zero_by_hook, ("forward hook",)),
     Wrong("zero by identity", "zero_head", zero_by_identity, ("nn.Identity", "do not replace")),
     Wrong("zero head with grad", "zero_head", zero_head_with_grad, ("no_grad",)),
+    Wrong("next loss no shift", "next_token_loss", partial(next_loss, mistake="no shift"),
+          ("token at t", "tokens[:, 1:]")),
+    Wrong("next loss backwards", "next_token_loss", partial(next_loss, mistake="backwards"),
+          ("wrong way",)),
+    Wrong("next loss sum", "next_token_loss", partial(next_loss, mistake="sum"), ("sum", "mean")),
+    Wrong("next loss bits", "next_token_loss", partial(next_loss, mistake="bits"),
+          ("bits", "nats")),
+    Wrong("next loss naive exp", "next_token_loss", partial(next_loss, mistake="naive"),
+          ("overflows", "log_softmax")),
+    Wrong("next loss double softmax", "next_token_loss",
+          partial(next_loss, mistake="double softmax"), ("logits",)),
+    Wrong("next loss ignores 0", "next_token_loss", partial(next_loss, mistake="ignore 0"),
+          ("ignore_index",)),
+    Wrong("next loss item", "next_token_loss", partial(next_loss, mistake="item"),
+          (".item()",)),
+    Wrong("next loss no grad", "next_token_loss", partial(next_loss, mistake="no grad"),
+          ("no_grad",)),
+    Wrong("step no zero_grad", "train_step", partial(step, mistake="no zero_grad"),
+          ("zero_grad", "adds")),
+    Wrong("step clip after step", "train_step", partial(step, mistake="clip after step"),
+          ("between loss.backward() and", "after step()")),
+    Wrong("step no clip", "train_step", partial(step, mistake="no clip"), ("clip_grad_norm_",)),
+    Wrong("step clip value", "train_step", partial(step, mistake="clip value"), ("norm",)),
+    Wrong("step no step", "train_step", partial(step, mistake="no step"),
+          ("did not change", "optimizer.step()")),
+    Wrong("step zero_grad after backward", "train_step",
+          partial(step, mistake="zero_grad after backward"), ("between backward() and step()",)),
+    Wrong("step loss sum", "train_step", partial(step, mistake="sum"), ("sum",)),
+    Wrong("step loss bits", "train_step", partial(step, mistake="bits"), ("bits", "nats")),
+    Wrong("step no shift", "train_step", partial(step, mistake="no shift"), ("tokens[:, 1:]",)),
+    Wrong("step ascent", "train_step", partial(step, mistake="ascent"), ("went up",)),
+    Wrong("step returns nothing", "train_step", partial(step, mistake="none"), ("float",)),
     # notebooks 09 and 10
     Wrong(
         "mask window plus one",
@@ -1875,6 +1989,11 @@ class CrossEinsum(blocks.MultiHeadCrossAttention):
 
 
 CORRECT: list[tuple[str, str, object]] = [
+    ("next loss log_softmax gather", "next_token_loss", next_loss_log_softmax),
+    ("next loss logsumexp per sequence", "next_token_loss", next_loss_logsumexp),
+    ("step zero_grad at the end", "train_step", partial(step, mistake="zero_grad at the end")),
+    ("step clip by hand", "train_step", step_clip_by_hand),
+    ("step returns the loss tensor", "train_step", partial(step, mistake="tensor")),
     ("sdpa einsum + torch.where", "scaled_dot_product_attention", _einsum_sdpa),
     ("mask ~tril", "causal_mask", lambda n: ~torch.tril(torch.ones(n, n, dtype=torch.bool))),
     ("mask triu(1).bool()", "causal_mask", lambda n: torch.triu(torch.ones(n, n), 1).bool()),

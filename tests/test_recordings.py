@@ -22,11 +22,12 @@ def test_the_recorded_induction_run_is_the_shipped_training():
     assert RUNS[0].steps == TRAIN_CONFIGS["induction"].steps
 
 
+@pytest.mark.slow  # trains
 @pytest.mark.parametrize("run", [RUNS[0], RUNS[1]], ids=lambda run: run.name)
 def test_rerunning_the_first_steps_reproduces_the_stored_curve(run):
-    """Seeded training: the first records agree across CPUs up to float rounding."""
+    """Seeded training: the first two records agree across CPUs up to float rounding."""
     stored = load_recording()["runs"][run.name]
-    fresh = record_run(run, steps=2 * run.every)
-    assert fresh["step"] == stored["step"][:3]
+    fresh = record_run(run, steps=run.every)
+    assert fresh["step"] == stored["step"][:2]
     for name, values in fresh.items():
-        assert values == pytest.approx(stored[name][:3], abs=0.01), name
+        assert values == pytest.approx(stored[name][:2], abs=0.01), name

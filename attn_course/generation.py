@@ -5,11 +5,12 @@ final norm, an output head) with the submodule names of LLMs-from-scratch, so a 
 model's ``state_dict`` loads into it. Its sizes are one ``GPTConfig``: a ``BlockConfig`` plus
 ``vocab_size`` and ``num_kv_groups``. ``generate`` appends tokens chosen greedily or sampled
 (``attn_course.sampling``) and can reuse the keys and values of earlier tokens from a
-``KVCache``.
+``KVCache``; ``beam_search`` keeps the most likely few continuations instead of one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import torch
@@ -20,7 +21,7 @@ from .blocks import BlockConfig, LayerNorm, TransformerBlock
 from .gqa import GroupedQueryAttention, repeat_kv, validate_kv_groups
 from .sampling import sample_next, validate_sampling
 
-__all__ = ["GPTConfig", "GPTModel", "KVCache", "attend_cached", "generate"]
+__all__ = ["GPTConfig", "GPTModel", "KVCache", "attend_cached", "generate", "beam_search"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,14 @@ class KVCache:
             values = torch.cat([cached_values, values], dim=2)
         self.keys[layer], self.values[layer] = keys, values
         return keys, values
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep the batch rows ``rows`` (b_new,) of every layer, in that order: in beam search,
+        new row ``i`` continues the sequence of old row ``rows[i]``, so it needs its keys."""
+        for layer, (keys, values) in enumerate(zip(self.keys, self.values, strict=True)):
+            if keys is not None and values is not None:
+                self.keys[layer] = keys[rows]  # (b_new, num_kv_groups, num_cached, head_dim)
+                self.values[layer] = values[rows]  # (b_new, num_kv_groups, num_cached, head_dim)
 
     def nbytes(self) -> int:
         """Bytes of memory the cached tensors occupy (their storage, as allocated)."""
@@ -191,7 +200,7 @@ def generate(
     temperature: float = 0.0,
     top_k: int | None = None,
     top_p: float | None = None,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | Sequence[torch.Generator] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Append ``max_new_tokens`` tokens, each chosen by ``sample_next`` from the model's logits.
 
@@ -207,7 +216,9 @@ def generate(
             without it the whole window goes through the model at every step.
         temperature, top_k, top_p: the sampling settings of ``sample_next``; the default
             ``temperature=0`` is greedy: the most likely token every time.
-        generator: the random numbers of the draws (a seeded ``torch.Generator``).
+        generator: the random numbers of the draws: a seeded ``torch.Generator``, or a list
+            of b, one per row (row i then writes the text a batch of one row would write with
+            ``generator[i]``, up to float32 rounding of the logits).
 
     Returns:
         ``(tokens, logits)``: (b, num_tokens + max_new_tokens) ids and the (b,
@@ -232,3 +243,62 @@ def generate(
             new_input = idx[:, start:]
         steps.append(logits)
     return idx, torch.stack(steps, dim=1)
+
+
+@torch.no_grad()
+def beam_search(
+    model: GPTModel,
+    idx: torch.Tensor,
+    max_new_tokens: int,
+    num_beams: int,
+    use_cache: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keep the ``num_beams`` most likely continuations at every step; return them, best first.
+
+    A sequence's score is its log-probability: the sum, over its new tokens, of log p(token |
+    the tokens before it). Each step extends every kept sequence by every token and keeps the
+    ``num_beams`` best-scoring of these candidates; ``num_beams=1`` is greedy decoding. The
+    model reads its window as in ``generate``, restarting on its last half when it is full.
+
+    Args:
+        model: a ``GPTModel`` in eval mode; with ``use_cache=False``, any module with
+            ``cfg.context_length`` that maps ids (b, num_tokens) to logits (b, num_tokens,
+            vocab_size).
+        idx: the prompt's token ids, (1, num_tokens).
+        max_new_tokens: how many tokens to append.
+        num_beams: how many sequences to keep (the beam width).
+        use_cache: one ``KVCache`` row per kept sequence, reordered after every step so that
+            each row holds the keys and values of the sequence it now continues.
+
+    Returns:
+        ``(tokens, scores)``: the kept sequences (num_beams, num_tokens + max_new_tokens), best
+        first, and their log-probabilities (num_beams,), in float64 (fewer rows while there
+        are fewer than ``num_beams`` candidates).
+    """
+    if idx.shape[0] != 1:
+        raise ValueError(f"beam_search takes one prompt, shape (1, num_tokens), got {idx.shape}.")
+    if max_new_tokens < 1 or num_beams < 1:
+        raise ValueError(
+            f"max_new_tokens={max_new_tokens} and num_beams={num_beams} must be at least 1."
+        )
+    context = model.cfg.context_length
+    start = max(0, idx.shape[1] - context)  # the model reads the tokens from start on
+    cache = KVCache(len(model.trf_blocks)) if use_cache else None
+    new_input = idx[:, start:]
+    scores = torch.zeros(1, dtype=torch.float64)  # (beams,): one beam, the prompt, to begin
+    for _ in range(max_new_tokens):
+        logits = model(new_input, cache) if use_cache else model(idx[:, start:])
+        log_probs = torch.log_softmax(logits[:, -1].double(), dim=-1)  # (beams, vocab_size)
+        vocab_size = log_probs.shape[-1]
+        candidates = (scores[:, None] + log_probs).flatten()  # (beams * vocab_size,)
+        scores, best = candidates.topk(min(num_beams, candidates.numel()))  # best first
+        beam, token = best // vocab_size, best % vocab_size  # which sequence, which token
+        idx = torch.cat([idx[beam], token[:, None]], dim=1)  # (beams, num_tokens + 1)
+        new_input = token[:, None]  # (beams, 1)
+        if cache is not None:
+            cache.reorder(beam)  # row i now continues sequence beam[i]
+        if idx.shape[1] - start > context:  # the window is full: restart on its last half
+            start = idx.shape[1] - context // 2
+            cache = KVCache(len(model.trf_blocks)) if use_cache else None
+            new_input = idx[:, start:]
+    return idx, scores

@@ -1,9 +1,13 @@
-"""How good is generated text? Three numbers per sampling strategy, on the same prompts and seeds.
+"""How good is generated text? A few numbers per sampling strategy, on the same prompts and seeds.
 
 - **real words**: the fraction of generated words that occur in a word list (the training
   plays): does the model spell?
 - **distinct-n** (Li et al. 2016): distinct word n-grams / all word n-grams: does it repeat
   itself? Greedy decoding loops, so its distinct-2 is low.
+- **loops**: how many texts fell into a loop, by the rule that more than half of their word
+  pairs are repeats (``loops``: distinct-2 below ``LOOP_DISTINCT_2`` = 0.5). Texts loop or
+  they do not, so a strategy's distinct-2 has two clusters, and a mean ± std alone hides which
+  it is.
 - **loss**: the mean negative log-likelihood, in nats per token, of the generated tokens under
   the model's own (temperature 1) distribution: how likely the model finds its text. Greedy
   text is the most likely and random draws the least, so a low loss alone is no praise.
@@ -11,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,14 +29,19 @@ __all__ = [
     "words",
     "real_word_fraction",
     "distinct_n",
+    "loops",
     "generated_loss",
+    "LOOP_DISTINCT_2",
     "StrategyScores",
+    "mean_and_std",
     "compare_strategies",
     "format_scores",
     "STRATEGIES",
 ]
 
 WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")
+
+LOOP_DISTINCT_2 = 0.5  # a text whose distinct-2 is below this counts as a loop
 
 # name -> keyword arguments of ``generate``
 STRATEGIES: dict[str, dict[str, Any]] = {
@@ -67,6 +77,12 @@ def distinct_n(text: str, n: int) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
+def loops(text: str) -> bool:
+    """Whether ``text`` fell into a loop: more than half of its word pairs repeat an earlier pair
+    (distinct-2 below ``LOOP_DISTINCT_2``; a text without a word pair counts too)."""
+    return distinct_n(text, 2) < LOOP_DISTINCT_2
+
+
 def generated_loss(tokens: torch.Tensor, logits: torch.Tensor) -> float:
     """Mean nats per token of the new tokens under the logits they were drawn from.
 
@@ -79,7 +95,9 @@ def generated_loss(tokens: torch.Tensor, logits: torch.Tensor) -> float:
 
 @dataclass(frozen=True)
 class StrategyScores:
-    """The scores of one strategy, averaged over prompts and seeds, and its first sample."""
+    """One strategy's scores: their means over its texts (prompts x seeds), their standard
+    deviations (``*_std``, over the same texts; 0 for one text), how many of its texts loop
+    (distinct-2 below ``LOOP_DISTINCT_2``) and its first text."""
 
     name: str
     real_words: float
@@ -87,6 +105,20 @@ class StrategyScores:
     distinct_2: float
     loss: float
     sample: str
+    num_texts: int = 1
+    real_words_std: float = 0.0
+    distinct_1_std: float = 0.0
+    distinct_2_std: float = 0.0
+    loss_std: float = 0.0
+    loops: int = 0
+
+
+def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and the sample standard deviation (n - 1 in the denominator; 0 for one value)."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, 0.0
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def compare_strategies(
@@ -98,39 +130,76 @@ def compare_strategies(
     max_new_tokens: int = 300,
     strategies: Mapping[str, Mapping[str, Any]] = STRATEGIES,
 ) -> list[StrategyScores]:
-    """Generate with every strategy from every prompt and seed (KV cache on); score the text."""
+    """Generate with every strategy from every prompt and seed (KV cache on); score the text.
+
+    The seeds of a prompt run side by side, one row of a batch each with its own generator:
+    the same texts as one run per seed, in a fraction of the time. A strategy that draws
+    nothing (``temperature=0``, greedy) writes the same text for every seed, so it runs once
+    per prompt: its scores are over ``len(prompts)`` texts.
+    """
+    seeds = list(seeds)
     rows = []
     for name, settings in strategies.items():
         texts, losses = [], []
+        draws = seeds if settings.get("temperature", 0.0) > 0 else seeds[:1]
         for prompt in prompts:
-            idx = torch.tensor([tokenizer.encode(prompt)])  # (1, num_tokens)
-            for seed in seeds:
-                generator = torch.Generator().manual_seed(seed)
-                tokens, logits = generate(
-                    model, idx, max_new_tokens, generator=generator, **settings
-                )
-                new = tokens[:, idx.shape[1] :]  # (1, max_new_tokens)
-                texts.append(tokenizer.decode(new[0].tolist()))
-                losses.append(generated_loss(new, logits))
+            idx = torch.tensor([tokenizer.encode(prompt)] * len(draws))  # (seeds, num_tokens)
+            generators = [torch.Generator().manual_seed(seed) for seed in draws]
+            tokens, logits = generate(model, idx, max_new_tokens, generator=generators, **settings)
+            new = tokens[:, idx.shape[1] :]  # (seeds, max_new_tokens)
+            for row in range(len(draws)):
+                texts.append(tokenizer.decode(new[row].tolist()))
+                losses.append(generated_loss(new[row : row + 1], logits[row : row + 1]))
+        real_words = mean_and_std([real_word_fraction(t, known) for t in texts])
+        distinct_1 = mean_and_std([distinct_n(t, 1) for t in texts])
+        distinct_2s = [distinct_n(t, 2) for t in texts]
+        distinct_2 = mean_and_std(distinct_2s)
+        loss = mean_and_std(losses)
         rows.append(
             StrategyScores(
                 name,
-                sum(real_word_fraction(t, known) for t in texts) / len(texts),
-                sum(distinct_n(t, 1) for t in texts) / len(texts),
-                sum(distinct_n(t, 2) for t in texts) / len(texts),
-                sum(losses) / len(losses),
+                real_words[0],
+                distinct_1[0],
+                distinct_2[0],
+                loss[0],
                 texts[0],
+                len(texts),
+                real_words[1],
+                distinct_1[1],
+                distinct_2[1],
+                loss[1],
+                sum(loops(t) for t in texts),
             )
         )
     return rows
 
 
-def format_scores(rows: Sequence[StrategyScores]) -> str:
-    """A table: one line per strategy, rounded so that it prints the same on every machine."""
-    lines = [f"{'strategy':<20}{'real words':>11}{'distinct-1':>11}{'distinct-2':>11}{'loss':>7}"]
+def format_scores(rows: Sequence[StrategyScores], spread: bool = False) -> str:
+    """A table: one line per strategy, rounded so that it prints the same on every machine.
+
+    With ``spread``, every score is "mean ± standard deviation" over the strategy's texts, and
+    a column gives how many of them loop, out of how many.
+    """
+    if not spread:
+        lines = [
+            f"{'strategy':<20}{'real words':>11}{'distinct-1':>11}{'distinct-2':>11}{'loss':>7}"
+        ]
+        for row in rows:
+            lines.append(
+                f"{row.name:<20}{row.real_words:>10.0%} {row.distinct_1:>10.2f} "
+                f"{row.distinct_2:>10.2f} {row.loss:>6.2f}"
+            )
+        return "\n".join(lines)
+    lines = [
+        f"{'strategy':<20}{'loops':>7}{'real words':>13}{'distinct-1':>13}{'distinct-2':>13}"
+        f"{'loss':>13}"
+    ]
     for row in rows:
         lines.append(
-            f"{row.name:<20}{row.real_words:>10.0%} {row.distinct_1:>10.2f} "
-            f"{row.distinct_2:>10.2f} {row.loss:>6.2f}"
+            f"{row.name:<20}{f'{row.loops}/{row.num_texts}':>7}"
+            f"{row.real_words:>7.0%} ± {row.real_words_std:>2.0%}"
+            f"{row.distinct_1:>8.2f} ± {row.distinct_1_std:.2f}"
+            f"{row.distinct_2:>8.2f} ± {row.distinct_2_std:.2f}"
+            f"{row.loss:>8.2f} ± {row.loss_std:.2f}"
         )
     return "\n".join(lines)

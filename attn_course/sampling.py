@@ -30,6 +30,8 @@ Rounding costs little: a token with probability below ``0.5 · 10**-decimals`` i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 __all__ = [
@@ -120,15 +122,22 @@ def sample_next(
     temperature: float = 1.0,
     top_k: int | None = None,
     top_p: float | None = None,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | Sequence[torch.Generator] | None = None,
     decimals: int = DECIMALS,
 ) -> torch.Tensor:
     """One token per row of ``logits`` (b, vocab_size) -> ids (b, 1), drawn portably.
 
     The probabilities of ``sampling_probabilities`` are rounded to ``decimals`` digits and a
     uniform integer below their sum picks the token (see the module docstring). ``generator``
-    makes the draws reproducible; greedy (``temperature=0``) draws nothing.
+    makes the draws reproducible: one generator for the whole batch, or a list of b, one per
+    row (row i then draws what a batch of one row would draw from ``generator[i]``: seeds can
+    run side by side). Greedy (``temperature=0``) draws nothing.
     """
+    if isinstance(generator, Sequence) and len(generator) != logits.shape[0]:
+        raise ValueError(
+            f"{len(generator)} generators for {logits.shape[0]} rows: give one generator per "
+            f"row of the batch, or a single one for all of them."
+        )
     probs = sampling_probabilities(logits, temperature, top_k, top_p)  # (b, vocab_size)
     if temperature == 0:
         return probs.argmax(dim=-1, keepdim=True)  # (b, 1)
@@ -136,6 +145,9 @@ def sample_next(
     top = probs.argmax(dim=-1, keepdim=True)  # (b, 1): it keeps a share of at least 1
     shares.scatter_reduce_(-1, top, torch.ones_like(top), reduce="amax")  # total never 0
     ends = shares.cumsum(dim=-1)  # (b, vocab_size): token i owns [ends[i] - shares[i], ends[i])
-    uniform = torch.rand(logits.shape[0], 1, generator=generator, dtype=torch.float64)  # (b, 1)
+    if isinstance(generator, Sequence):  # one uniform number from each row's own generator
+        uniform = torch.cat([torch.rand(1, 1, generator=g, dtype=torch.float64) for g in generator])
+    else:
+        uniform = torch.rand(logits.shape[0], 1, generator=generator, dtype=torch.float64)
     draw = (uniform * ends[:, -1:]).long()  # (b, 1): an integer in [0, total)
     return (ends <= draw).sum(dim=-1, keepdim=True)  # (b, 1): the owner of the drawn integer

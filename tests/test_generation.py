@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import pytest
 import torch
 
 from attn_course.attention import MultiHeadAttention, causal_mask, sliding_window_mask
 from attn_course.blocks import BlockConfig, count_parameters
-from attn_course.generation import GPTConfig, GPTModel, KVCache, attend_cached, generate
+from attn_course.generation import (
+    GPTConfig,
+    GPTModel,
+    KVCache,
+    attend_cached,
+    beam_search,
+    generate,
+)
 from attn_course.gqa import (
     PUBLISHED_CONFIGS,
     GroupedQueryAttention,
@@ -188,3 +198,132 @@ def test_sliding_window_mask():
     assert (~sliding_window_mask(40, 7)).sum(dim=-1).max() == 7
     with pytest.raises(ValueError, match="window=0"):
         sliding_window_mask(4, 0)
+
+
+class TableModel(torch.nn.Module):
+    """A hand-made language model: the next token's probabilities depend on the last two tokens.
+
+    ``table[a, b]`` is the distribution after the tokens ``a, b``; its logits are the log of it.
+    """
+
+    def __init__(self, table: torch.Tensor, context_length: int = 16):
+        super().__init__()
+        self.table = table  # (vocab_size, vocab_size, vocab_size)
+        self.cfg = GPTConfig(d_model=4, context_length=context_length, num_heads=1, vocab_size=3)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        previous = torch.cat([idx[:, :1], idx[:, :-1]], dim=1)  # (b, num_tokens): a, b = prev, last
+        return torch.log(self.table[previous, idx])  # (b, num_tokens, vocab_size)
+
+
+def sequence_log_prob(table: torch.Tensor, tokens: list[int]) -> float:
+    """log p of tokens[2:] given the first two, by the chain rule, in float64."""
+    return sum(
+        float(torch.log(table[tokens[i - 2], tokens[i - 1], tokens[i]].double()))
+        for i in range(2, len(tokens))
+    )
+
+
+def brute_force(table: torch.Tensor, prompt: list[int], n: int) -> list[tuple[float, list[int]]]:
+    """Every continuation of n tokens with its log-probability, most likely first."""
+    vocab_size = table.shape[-1]
+    found = []
+    for new in itertools.product(range(vocab_size), repeat=n):
+        found.append((sequence_log_prob(table, prompt + list(new)), prompt + list(new)))
+    return sorted(found, key=lambda pair: -pair[0])
+
+
+def test_beam_search_finds_the_sequence_greedy_misses():
+    # After "2 2" token 0 is likeliest (0.5), but after 0 the model hesitates (0.4 at best),
+    # while after 1 it is sure to say 1 again (0.9): greedy takes 0, 0, 0 (0.5 * 0.4 * 0.4 =
+    # 0.08); the best three tokens are 1, 1, 1 (0.4 * 0.9 * 0.9 = 0.324).
+    after = {0: [0.4, 0.3, 0.3], 1: [0.05, 0.9, 0.05], 2: [0.5, 0.4, 0.1]}
+    table = torch.tensor([[after[b] for b in range(3)] for _ in range(3)])  # depends on b only
+    model = TableModel(table)
+    prompt = torch.tensor([[2, 2]])
+    best_score, best = brute_force(table, [2, 2], 3)[0]
+    assert best == [2, 2, 1, 1, 1] and best_score == pytest.approx(math.log(0.324))
+
+    greedy, _ = generate(model, prompt, 3, use_cache=False)
+    assert greedy[0].tolist() == [2, 2, 0, 0, 0]
+    tokens, scores = beam_search(model, prompt, 3, num_beams=1, use_cache=False)
+    assert tokens.tolist() == [[2, 2, 0, 0, 0]]  # width 1 is greedy
+    assert scores.item() == pytest.approx(math.log(0.08))
+    tokens, scores = beam_search(model, prompt, 3, num_beams=2, use_cache=False)
+    assert tokens[0].tolist() == best and scores[0].item() == pytest.approx(best_score)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_beam_as_wide_as_every_prefix_ranks_every_sequence_exactly(seed):
+    generator = torch.Generator().manual_seed(seed)
+    table = torch.softmax(3 * torch.randn(3, 3, 3, generator=generator), dim=-1)
+    prompt, n = [1, 0], 4
+    ranked = brute_force(table, prompt, n)
+    # 3**3 beams keep every prefix of 3 tokens: the search is exhaustive
+    tokens, scores = beam_search(TableModel(table), torch.tensor([prompt]), n, 27, use_cache=False)
+    assert tokens.tolist() == [sequence for _, sequence in ranked[:27]]
+    torch.testing.assert_close(scores, torch.tensor([s for s, _ in ranked[:27]]).double())
+    # a narrow beam returns sequences whose scores are their true log-probabilities, best first
+    tokens, scores = beam_search(TableModel(table), torch.tensor([prompt]), n, 2, use_cache=False)
+    assert scores[0] >= scores[1] and tokens[0].tolist() != tokens[1].tolist()
+    for row, score in zip(tokens.tolist(), scores.tolist(), strict=True):
+        assert score == pytest.approx(sequence_log_prob(table, row))
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_beam_search_on_a_gpt_is_greedy_at_width_1_past_the_context(use_cache):
+    gpt = model()
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(2))
+    greedy, logits = generate(gpt, prompt, max_new_tokens=80, use_cache=False)  # context 64
+    tokens, scores = beam_search(gpt, prompt, 80, num_beams=1, use_cache=use_cache)
+    assert torch.equal(tokens, greedy)
+    # the same window as generate: the logits each token was chosen from give the same score
+    log_probs = torch.log_softmax(logits.double(), dim=-1)  # (1, 80, VOCAB)
+    greedy_score = log_probs.gather(-1, greedy[:, 5:, None]).sum()
+    torch.testing.assert_close(scores[0], greedy_score, rtol=1e-6, atol=1e-4)
+
+
+def test_beam_scores_are_the_models_log_probabilities():
+    gpt = model()
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(3))
+    tokens, scores = beam_search(gpt, prompt, 20, num_beams=3)
+    assert tokens.shape == (3, 25) and scores.shape == (3,)
+    assert len({tuple(row) for row in tokens.tolist()}) == 3  # three different sequences
+    assert torch.all(scores[:-1] >= scores[1:])  # best first
+    log_probs = torch.log_softmax(gpt(tokens[:, :-1]).double(), dim=-1)  # (3, 24, VOCAB)
+    recomputed = log_probs[:, 4:].gather(-1, tokens[:, 5:, None]).sum(dim=(1, 2))  # (3,)
+    torch.testing.assert_close(scores, recomputed, rtol=1e-5, atol=1e-4)
+    greedy, _ = generate(gpt, prompt, 20)
+    greedy_score = torch.log_softmax(gpt(greedy[:, :-1]).double(), dim=-1)[:, 4:]
+    greedy_score = greedy_score.gather(-1, greedy[:, 5:, None]).sum()
+    assert scores[0] >= greedy_score - 1e-4  # here the beam does at least as well as greedy
+
+
+@pytest.mark.parametrize("num_kv_groups", [None, 2])
+def test_cached_beam_search_equals_uncached_past_the_context(num_kv_groups):
+    # the cache rows must follow their sequences: without reorder, a row keeps the keys of
+    # the sequence that sat there before
+    gpt = model(num_kv_groups, seed=1)
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(4))
+    tokens, scores = beam_search(gpt, prompt, 70, num_beams=3, use_cache=True)  # context 64
+    tokens_ref, scores_ref = beam_search(gpt, prompt, 70, num_beams=3, use_cache=False)
+    assert torch.equal(tokens, tokens_ref)
+    torch.testing.assert_close(scores, scores_ref, rtol=1e-5, atol=1e-4)
+
+
+def test_kv_cache_reorder_keeps_the_chosen_rows():
+    cache = KVCache(2)
+    keys = torch.arange(3.0).view(3, 1, 1, 1).expand(3, 2, 4, 8)  # row r holds r
+    cache.update(0, keys, -keys)
+    cache.reorder(torch.tensor([2, 2, 0, 1]))
+    assert cache.keys[0][:, 0, 0, 0].tolist() == [2.0, 2.0, 0.0, 1.0]
+    assert cache.values[0][:, 0, 0, 0].tolist() == [-2.0, -2.0, 0.0, -1.0]
+    assert cache.keys[1] is None and cache.num_cached(0) == 4
+
+
+def test_beam_search_refuses_a_batch_and_a_zero_width():
+    gpt = model()
+    with pytest.raises(ValueError, match="one prompt"):
+        beam_search(gpt, torch.zeros(2, 3, dtype=torch.long), 5, 2)
+    with pytest.raises(ValueError, match="num_beams=0"):
+        beam_search(gpt, torch.zeros(1, 3, dtype=torch.long), 5, 0)

@@ -8,12 +8,14 @@ import pytest
 import torch
 
 from attn_course.blocks import BlockConfig
-from attn_course.generation import GPTConfig, GPTModel
+from attn_course.generation import GPTConfig, GPTModel, generate
 from attn_course.generation_metrics import (
     compare_strategies,
     distinct_n,
     format_scores,
     generated_loss,
+    loops,
+    mean_and_std,
     real_word_fraction,
     words,
 )
@@ -44,6 +46,13 @@ def test_distinct_n_counts_repeats():
     assert distinct_n("a", 2) == 0.0
 
 
+def test_a_text_loops_when_more_than_half_of_its_word_pairs_are_repeats():
+    assert loops("a b a b a b")  # pairs ab ba ab ba ab: 2 distinct of 5
+    assert not loops("a b a b a")  # 2 distinct of 4: exactly half, not more
+    assert not loops("a b c a b")  # ab bc ca ab: 3 distinct of 4
+    assert loops("a")  # no pair at all
+
+
 def test_generated_loss_is_the_mean_negative_log_probability():
     logits = torch.log(torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]]))  # (1, 2, 3)
     tokens = torch.tensor([[0, 2]])
@@ -60,6 +69,16 @@ class Letters:
         return "".join(chr(ord("a") + i) for i in ids)
 
 
+class Words:
+    """A tokenizer for a..t where t is a space: the text has words, so word pairs can repeat."""
+
+    def encode(self, text: str) -> list[int]:
+        return [19 if c == " " else ord(c) - ord("a") for c in text]
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(" " if i == 19 else chr(ord("a") + i) for i in ids)
+
+
 def test_compare_strategies_scores_each_strategy_on_the_same_prompts():
     torch.manual_seed(0)
     cfg = BlockConfig(d_model=16, context_length=32, num_heads=2, dropout=0.0, num_layers=1)
@@ -73,3 +92,41 @@ def test_compare_strategies_scores_each_strategy_on_the_same_prompts():
     table = format_scores(rows).splitlines()
     assert table[0].split() == ["strategy", "real", "words", "distinct-1", "distinct-2", "loss"]
     assert table[1].startswith("greedy") and "0%" in table[1]
+
+
+def test_mean_and_std_is_the_sample_standard_deviation():
+    mean, std = mean_and_std([1.0, 2.0, 3.0, 6.0])
+    assert mean == 3.0 and std == pytest.approx(math.sqrt((4 + 1 + 0 + 9) / 3))
+    assert mean_and_std([0.7]) == (0.7, 0.0)
+
+
+def test_spread_loops_and_seeds_side_by_side():
+    torch.manual_seed(0)
+    cfg = BlockConfig(d_model=16, context_length=32, num_heads=2, dropout=0.0, num_layers=1)
+    model = GPTModel(GPTConfig.from_block(cfg, 20)).eval()
+    tokenizer = Words()
+    strategies = {"greedy": {"temperature": 0.0}, "T = 1.5": {"temperature": 1.5}}
+    seeds, prompts = (4, 9, 2), ["ab", "c"]
+    rows = compare_strategies(model, tokenizer, prompts, set(), seeds, 30, strategies)
+    greedy, sampled = rows
+    assert greedy.num_texts == 2 and sampled.num_texts == 6  # greedy once per prompt
+    # the texts one run per seed writes, scored here by hand
+    texts, losses = [], []
+    for prompt in prompts:
+        idx = torch.tensor([tokenizer.encode(prompt)])
+        for seed in seeds:
+            tokens, logits = generate(
+                model, idx, 30, temperature=1.5, generator=torch.Generator().manual_seed(seed)
+            )
+            new = tokens[:, idx.shape[1] :]
+            texts.append(tokenizer.decode(new[0].tolist()))
+            losses.append(generated_loss(new, logits))
+    assert sampled.sample == texts[0]
+    distinct_2s = [distinct_n(t, 2) for t in texts]
+    assert (sampled.distinct_2, sampled.distinct_2_std) == pytest.approx(mean_and_std(distinct_2s))
+    assert (sampled.loss, sampled.loss_std) == pytest.approx(mean_and_std(losses))
+    assert sampled.loops == sum(loops(t) for t in texts)
+    table = format_scores(rows, spread=True).splitlines()
+    assert table[0].split()[:2] == ["strategy", "loops"]
+    assert table[1].split()[:2] == ["greedy", f"{greedy.loops}/2"]
+    assert f"{sampled.distinct_2:.2f} ± {sampled.distinct_2_std:.2f}" in table[2]

@@ -177,3 +177,32 @@ def test_a_prompt_longer_than_the_context_is_cut_from_the_left():
     tokens, logits = generate(model, prompt, 1)
     torch.testing.assert_close(logits[:, 0], model(prompt[:, -16:])[:, -1])
     assert torch.equal(tokens[:, :25], prompt)
+
+
+def test_one_generator_per_row_draws_what_each_row_would_draw_alone():
+    model = tiny_model(context_length=16)
+    prompt = torch.randint(0, 20, (1, 5), generator=torch.Generator().manual_seed(8))
+    seeds = [3, 11, 3, 40]  # seed 3 twice: the same text in two rows
+    batch, _ = generate(
+        model,
+        prompt.expand(4, -1),
+        30,
+        temperature=1.0,
+        generator=[torch.Generator().manual_seed(s) for s in seeds],
+    )
+    alone = [
+        generate(model, prompt, 30, temperature=1.0, generator=torch.Generator().manual_seed(s))[0]
+        for s in seeds
+    ]
+    assert torch.equal(batch, torch.cat(alone))
+    assert torch.equal(batch[0], batch[2]) and not torch.equal(batch[0], batch[1])
+    # one generator for the batch draws other numbers: row 1 is not seed 11's text
+    shared, _ = generate(
+        model, prompt.expand(4, -1), 30, temperature=1.0, generator=torch.Generator().manual_seed(3)
+    )
+    assert not torch.equal(shared[1], batch[1])
+
+
+def test_a_list_of_generators_must_have_one_per_row():
+    with pytest.raises(ValueError, match="2 generators for 3 rows"):
+        sample_next(torch.zeros(3, 5), generator=[torch.Generator(), torch.Generator()])

@@ -94,9 +94,11 @@ def scaled_dot_product_attention(
         ``(context, attn_weights)`` of shapes (..., num_queries, d_v) and
         (..., num_queries, num_keys).
 
-    A query whose keys are ALL hidden has nothing to attend to. Plain softmax would give
-    0/0 = NaN there; this function returns zero weights and a zero context vector for such
-    rows instead, as PyTorch's fused kernel also does in the pinned torch 2.13.
+    A query whose keys are ALL hidden has nothing to attend to. The softmax formula is 0/0
+    there; PyTorch's stable softmax subtracts the row's maximum first, and that maximum is
+    -inf, so NaN appears already at -inf - (-inf), before the exponential (an epsilon in the
+    denominator would not help). This function returns zero weights and a zero context
+    vector for such rows instead, as PyTorch's fused kernel also does in the pinned torch 2.13.
     """
     attn_scores = queries @ keys.transpose(-2, -1)  # (..., num_queries, num_keys)
     scaled = attn_scores / keys.shape[-1] ** 0.5
@@ -106,7 +108,7 @@ def scaled_dot_product_attention(
         validate_mask(mask, tuple(scaled.shape))
         masked = scaled.masked_fill(mask, -torch.inf)
         attn_weights = torch.softmax(masked, dim=-1)
-        # Rows with every key hidden came out as NaN (0/0): make them all-zero instead.
+        # Rows with every key hidden came out as NaN (-inf - (-inf)): make them all-zero.
         attn_weights = attn_weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
     if dropout is not None:
         attn_weights = dropout(attn_weights)

@@ -190,6 +190,33 @@ def test_sdpa_function_fully_masked_row_gives_zero_weights_and_zero_context():
     torch.testing.assert_close(attn_weights[:, [0, 2]].sum(-1), torch.ones(2, 2))
 
 
+@pytest.mark.parametrize("fill", [-1e9, torch.finfo(torch.float32).min], ids=["-1e9", "finfo.min"])
+def test_left_padding_with_a_causal_mask_and_a_finite_fill_attends_to_the_future(fill):
+    """Lecture 05: with pads first and a causal mask, queries 0 and 1 hide every key; filled with
+    a finite number, softmax makes those rows uniform over every key, so half of their weight
+    lands on the real tokens 2 and 3, which come after them (keys after the query: the causal
+    mask broken). The package gives those rows zero weights. Right padding, the reversed
+    layout, leaves no row fully hidden and puts no weight on any later key."""
+    torch.manual_seed(0)
+    queries, keys = torch.randn(4, 8), torch.randn(4, 8)
+    scaled = queries @ keys.T / 8**0.5  # (num_queries, num_keys)
+    left_pad = torch.tensor([True, True, False, False])  # keys 0, 1 are padding
+    future = causal_mask(4)  # True where the key comes after the query
+    hidden = future | left_pad
+    weights = torch.softmax(scaled.masked_fill(hidden, fill), dim=-1)
+    torch.testing.assert_close(weights[:2], torch.full((2, 4), 0.25))
+    torch.testing.assert_close(weights[:2, 2:].sum(dim=-1), torch.full((2,), 0.5))
+    assert (weights[:2][future[:2]] > 0).all()  # rows 0 and 1 see the future
+    assert (weights[2:][hidden[2:]] == 0).all()  # rows that keep a key obey the mask
+    right_hidden = future | left_pad.flip(0)
+    assert not right_hidden.all(dim=-1).any()
+    right = torch.softmax(scaled.masked_fill(right_hidden, fill), dim=-1)
+    assert (right[future] == 0).all()
+    _, package = scaled_dot_product_attention(queries, keys, keys, mask=hidden)
+    assert (package[:2] == 0).all()
+    torch.testing.assert_close(package[2:], weights[2:])
+
+
 # The first head's scores of the lecture notes' stepwise example, as they print them.
 NOTES_HEAD_1_SCORES = [[-318.27, -21.97, -48.61], [-294.65, 9.55, -40.73], [-87.56, -1.77, -12.76]]
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 __all__ = [
     "online_softmax_update",
@@ -24,6 +26,8 @@ __all__ = [
     "attention_tile",
     "tiled_attention",
     "peak_memory",
+    "moves_no_data",
+    "TrafficCounter",
     "layout_copies",
     "matrix_products",
 ]
@@ -166,6 +170,61 @@ def peak_memory(fn: Callable[..., object], *args: object) -> int:
         live += change
         peak = max(peak, live)
     return peak
+
+
+def moves_no_data(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> bool:
+    """True when the ATen operator ``func`` only made a view: its outputs alias its inputs.
+
+    A view (``view``, ``transpose``, ``expand``, a slice) is declared as an alias in the
+    operator's schema. ``aten._unsafe_view``, which ``matmul`` calls to reshape its product,
+    is not declared so, yet returns a tensor on its input's memory: so any operator whose
+    every output shares storage with an input, without writing into it, moves no data too.
+    An in-place or ``out=`` operator (``copy_``, ``masked_fill_``) writes, and is not a view.
+    """
+    returns = func._schema.returns
+    if any(r.alias_info is not None and r.alias_info.is_write for r in returns):
+        return False  # writes into an existing tensor: data moves
+    if returns and all(r.alias_info is not None for r in returns):
+        return True  # declared views
+    inputs = {
+        t.untyped_storage().data_ptr()
+        for t in tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor)
+    }
+    outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+    return bool(outputs) and all(t.untyped_storage().data_ptr() in inputs for t in outputs)
+
+
+class TrafficCounter(TorchDispatchMode):
+    """Bytes read and written by the ATen operators dispatched in the ``with`` block, by kind.
+
+    Each operator that computes is counted as reading its input tensors and writing its
+    outputs; one that only makes a view (``moves_no_data``) moves nothing. A tensor whose last
+    two dims are ``(n, n)`` counts as "(n, n) tensors", one on the memory of ``q``, ``k`` or
+    ``v`` as "reads of Q, K, V", every other one as "other".
+    """
+
+    def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        super().__init__()
+        self.n = q.shape[-2]
+        self.inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
+        self.bytes = {"(n, n) tensors": 0, "reads of Q, K, V": 0, "other": 0}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if moves_no_data(func, args, kwargs, out):
+            return out  # a view: no data moves
+        for t in tree_leaves((args, kwargs, out)):
+            if isinstance(t, torch.Tensor):
+                if t.shape[-2:] == (self.n, self.n):
+                    kind = "(n, n) tensors"
+                elif t.untyped_storage().data_ptr() in self.inputs:
+                    kind = "reads of Q, K, V"
+                else:
+                    kind = "other"
+                self.bytes[kind] += t.numel() * t.element_size()
+        return out
 
 
 def layout_copies(fn: Callable[..., object], *args: object) -> list[tuple[str, tuple[int, ...]]]:

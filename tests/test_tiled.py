@@ -8,7 +8,13 @@ import torch
 import torch.nn.functional as F
 
 from attn_course.attention import causal_mask, scaled_dot_product_attention
-from attn_course.tiled import attention_tile, online_softmax, online_softmax_update, tiled_attention
+from attn_course.tiled import (
+    TrafficCounter,
+    attention_tile,
+    online_softmax,
+    online_softmax_update,
+    tiled_attention,
+)
 
 
 def two_pass_softmax(x: np.ndarray) -> np.ndarray:
@@ -140,3 +146,35 @@ def test_block_size_must_be_positive():
     x = torch.zeros(1, 4, 2)
     with pytest.raises(ValueError, match="block_size=0"):
         tiled_attention(x, x, x, block_size=0)
+
+
+def test_traffic_counter_skips_aliasing_ops_and_counts_copies():
+    q, k, v = (torch.randn(2, 8, 4) for _ in range(3))
+    x = torch.randn(4, 8, 16)  # 2 KiB, not one of q, k, v
+    nbytes = x.numel() * x.element_size()
+    # aten._unsafe_view is not declared a view in its schema, but returns x's own memory.
+    with TrafficCounter(q, k, v) as counter:
+        y = torch.ops.aten._unsafe_view.default(x, (32, 16))
+        _ = x.transpose(0, 1)  # a declared view
+    assert y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert sum(counter.bytes.values()) == 0
+    # A real copy reads x and writes as many bytes; an in-place write into x counts too.
+    with TrafficCounter(q, k, v) as counter:
+        _ = x.transpose(0, 1).contiguous()
+    assert counter.bytes["other"] == 2 * nbytes
+    with TrafficCounter(q, k, v) as counter:
+        x.mul_(2.0)
+    assert counter.bytes["other"] == 2 * nbytes  # x read, x written (the same storage)
+    with TrafficCounter(q, k, v) as counter:
+        _ = q * 2.0  # reads q, writes a new (2, 8, 4)
+    assert counter.bytes == {"(n, n) tensors": 0, "reads of Q, K, V": 256, "other": 256}
+
+
+def test_first_tile_from_minus_inf_needs_a_visible_key():
+    """m starts at -inf: a first tile with every key hidden gives exp(-inf - -inf) = NaN."""
+    q, k, v = torch.randn(2, 4), torch.randn(3, 4), torch.randn(3, 4)
+    m, s, acc = torch.full((2, 1), -torch.inf), torch.zeros(2, 1), torch.zeros(2, 4)
+    mask = torch.tensor([[True, True, True], [False, True, True]])  # row 0 all hidden
+    m1, s1, acc1 = attention_tile(q, k, v, m, s, acc, mask)
+    assert m1[0].item() == -torch.inf and s1[0].isnan().all() and acc1[0].isnan().all()
+    assert torch.isfinite(s1[1]).all() and torch.allclose(acc1[1] / s1[1], v[0])

@@ -14,7 +14,8 @@ The layers, each importing only from the layers above it (arrows point downward)
    language model's training, shipped weights, ``evaluate``, GQA by mean-pooling),
    ``live_training`` (the live run and its stored record); measurements of trained models:
    ``head_scores`` and ``circuits`` (lecture 08's heads found by scores and read from
-   weights), ``text_heads`` (heads on real text), ``generation_metrics``.
+   weights), ``text_heads`` (heads on real text), ``patching`` (path patching: a layer's
+   queries or keys read from another run), ``generation_metrics``.
 2. Teaching views, the pictures computed from layer 1, no widgets: ``viz`` (matplotlib
    heatmaps), ``svg`` (the head grid as hand-written SVG, fast enough to redraw on every
    slider move), ``explore`` (the attention explorers' settings and pictures, drawn by

@@ -10,6 +10,7 @@ so the notebook compares nothing of it: the numbers nbval compares come from the
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,11 +34,13 @@ STORED = "live_run.json"
 
 @dataclass
 class LiveRun:
-    """A run's curve, (step, train loss, held-out loss) per evaluation, and samples by step."""
+    """A run's curve, (step, train loss, held-out loss) per evaluation from step 0 (the
+    untrained model; ``lm.TrainResult`` says what each loss averages), and samples by step."""
 
     curve: list[tuple[int, float, float]] = field(default_factory=list)
     samples: dict[int, str] = field(default_factory=dict)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # stored runs: the process's CPU time (wall time shows the load)
 
 
 @torch.no_grad()
@@ -75,13 +78,14 @@ def stored_run() -> LiveRun:
         curve=[(int(s), float(a), float(b)) for s, a, b in saved["curve"]],
         samples={int(step): text for step, text in saved["samples"].items()},
         seconds=float(saved["seconds"]),
+        cpu_seconds=float(saved.get("cpu_seconds", 0.0)),
     )
 
 
 def main() -> None:
     """Train once and store the run next to the corpus."""
     torch.set_num_threads(1)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     run = train_live()
     path = Path(__file__).parent / "data" / STORED
     saved = asdict(run)
@@ -89,6 +93,10 @@ def main() -> None:
         [step, round(train, 4), round(held_out, 4)] for step, train, held_out in run.curve
     ]
     saved["seconds"] = round(time.perf_counter() - start, 1)
+    saved["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
+    saved["command"] = "python -m attn_course.live_training"
+    saved["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    saved["load_average"] = " ".join(f"{load:.2f}" for load in os.getloadavg())
     saved["torch"] = torch.__version__
     path.write_text(json.dumps(saved, indent=1) + "\n")
     print(f"wrote {path}")

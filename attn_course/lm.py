@@ -3,11 +3,12 @@
 ``python -m attn_course train shakespeare`` trains ``generation.GPTModel`` on the corpus
 (``corpus.load_corpus``) with AdamW, a linear warm-up and a cosine decay of the learning rate,
 on windows of the training plays of which a share repeats a passage (``repeat_share``: the
-model's induction heads grow on them, ``repeat_test`` measures them);
-every ``eval_every`` steps it prints the train loss and the held-out loss in nats per
-character. It is seeded, and resumable: ``--checkpoint FILE`` saves the model, the optimiser
-and the data stream's state every ``eval_every`` steps, and ``--resume`` continues from it.
-``pretrained_lm()`` is the shipped model, ``evaluate_text`` its loss on any text, and
+model's induction heads grow on them, ``repeat_test`` measures them); at step 0 and every
+``eval_every`` steps it prints the train loss and the held-out loss in nats per character
+(``TrainResult`` says which steps each averages). It is seeded, and resumable:
+``--checkpoint FILE`` saves the model, the optimiser and the data stream's state every
+``eval_every`` steps, and ``--resume`` continues from it. ``pretrained_lm()`` is the shipped
+model, ``evaluate_text`` its loss on any text, ``repeat_summary`` its repeat test, and
 ``pool_kv_heads`` turns it into a grouped-query model by averaging key/value heads.
 """
 
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import math
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -47,6 +49,12 @@ __all__ = [
     "RepeatTest",
     "repeat_test",
     "held_out_passages",
+    "RepeatSummary",
+    "repeat_summary",
+    "PLAIN_RECORDING",
+    "plain_recording",
+    "write_plain_recording",
+    "copy_rate",
     "save_lm",
     "load_lm",
     "pretrained_lm",
@@ -119,7 +127,13 @@ LM_CONFIGS: dict[str, LMTrainConfig] = {
 
 @dataclass
 class TrainResult:
-    """The trained model and its curve: (step, train loss, held-out loss) every eval."""
+    """The trained model and its curve: (step, train loss, held-out loss) every eval.
+
+    The train loss of a point is the mean over the steps since the previous point of each
+    step's batch loss, taken before that step's update; the held-out loss is measured at the
+    point's step, after its update. The first point, step 0, is the untrained model: its
+    loss on the first batch and on the held-out windows (a resumed run has it from its start).
+    """
 
     model: GPTModel
     curve: list[tuple[int, float, float]] = field(default_factory=list)
@@ -272,6 +286,16 @@ def train_lm(
         windows = _windows(
             train_data, cfg.batch_size, cfg.context_length, gen, cfg.repeat_share
         ).to(dev)
+        if step == 0:  # the untrained model: its loss on the first batch and held out
+            point = (0, _eval_loss(model, windows), _eval_loss(model, eval_windows))
+            curve.append(point)
+            if progress is not None:
+                text = f"train {point[1]:.3f} held-out {point[2]:.3f} nats/char"
+                _bar(progress, 0, cfg.steps, start, first, text)
+            if on_eval is not None:
+                model.eval()
+                on_eval(0, model)
+                model.train()
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cfg.autocast):
             loss = _loss(model, windows)
         optimizer.zero_grad(set_to_none=True)
@@ -420,6 +444,101 @@ def held_out_passages(num: int, length: int, seed: int = 0) -> list[str]:
     gen = torch.Generator().manual_seed(seed)
     starts = torch.randint(0, len(text) - length, (num,), generator=gen).tolist()
     return [text[s : s + length] for s in starts]
+
+
+@dataclass(frozen=True)
+class RepeatSummary:
+    """``repeat_test`` over several passages: the mean loss of each copy, how many passages
+    cost less the second time, and each head's mean induction score (num_layers, num_heads)."""
+
+    first: float
+    second: float
+    lower: int
+    num: int
+    length: int
+    induction: torch.Tensor
+
+    @property
+    def best(self) -> tuple[int, int, float]:
+        """(layer, head, score) of the head with the highest mean induction score."""
+        layer, head = divmod(int(self.induction.argmax()), self.induction.shape[1])
+        return layer, head, float(self.induction[layer, head])
+
+
+def repeat_summary(model: GPTModel, num: int = 12, length: int = 64) -> RepeatSummary:
+    """``repeat_test`` on ``held_out_passages(num, length)``, summarised (lecture 11, section
+    5, and the recorded test of the model trained on plain windows, ``plain_recording``)."""
+    tests = [repeat_test(model, passage) for passage in held_out_passages(num, length)]
+    return RepeatSummary(
+        first=sum(t.first for t in tests) / num,
+        second=sum(t.second for t in tests) / num,
+        lower=sum(t.second < t.first for t in tests),
+        num=num,
+        length=length,
+        induction=torch.stack([t.induction for t in tests]).mean(dim=0),
+    )
+
+
+# The repeat test of a model trained with ``--repeat-share 0`` (plain windows only), stored
+# with how it was made; its weights do not ship (the numbers are what lecture 11 needs).
+PLAIN_RECORDING = "shakespeare_plain.json"
+
+
+def plain_recording() -> dict:
+    """The stored record ``recordings/shakespeare_plain.json``: the training command, seed,
+    torch version, date and time taken, and ``repeat_test`` with ``first``, ``second``,
+    ``lower``, ``num``, ``best_head`` and ``best_induction``."""
+    path = resources.files("attn_course") / "recordings" / PLAIN_RECORDING
+    return json.loads(path.read_text())
+
+
+def write_plain_recording(weights: str | Path, provenance: dict, path: Path | None = None) -> dict:
+    """Measure ``repeat_summary`` of the model saved at ``weights`` and store it with
+    ``provenance`` (the training command, seed, date, seconds taken) as ``PLAIN_RECORDING``."""
+    summary = repeat_summary(load_lm(weights))
+    layer, head, score = summary.best
+    record = {
+        **provenance,
+        "torch": torch.__version__,
+        "measured_by": "lm.repeat_summary(lm.load_lm(WEIGHTS)) (12 passages of 64 characters)",
+        "repeat_test": {
+            "num": summary.num,
+            "length": summary.length,
+            "first": round(summary.first, 4),
+            "second": round(summary.second, 4),
+            "lower": summary.lower,
+            "best_head": [layer, head],
+            "best_induction": round(score, 4),
+            "induction": [[round(v, 4) for v in row] for row in summary.induction.tolist()],
+        },
+    }
+    path = path or Path(__file__).parent / "recordings" / PLAIN_RECORDING
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def copy_rate(windows: Iterable[str], match: int) -> tuple[float, float]:
+    """How often copying could help inside a window, and how often it would be right.
+
+    For each character t of each window (t >= ``match``, and t not the last), look for the
+    ``match`` characters ending at t earlier in the window (the first occurrence that ends
+    before t). Returns two shares of those characters: the ones with such an earlier
+    occurrence (copyable), and the ones whose NEXT character equals the character that
+    FOLLOWED the earlier occurrence (where copying it, as an induction head does, is right).
+    """
+    if match < 1:
+        raise ValueError(f"match={match} must be at least 1 character.")
+    copyable = right = total = 0
+    for window in windows:
+        for t in range(match, len(window) - 1):
+            earlier = window.find(window[t - match + 1 : t + 1], 0, t)  # ends before t
+            total += 1
+            if earlier >= 0:
+                copyable += 1
+                right += window[earlier + match] == window[t + 1]
+    if total == 0:
+        raise ValueError(f"no window is longer than match + 1 = {match + 1} characters.")
+    return copyable / total, right / total
 
 
 @torch.no_grad()

@@ -31,6 +31,9 @@ __all__ = [
     "TEXT_SCORES",
     "text_head_scores",
     "best_heads",
+    "offset_profile",
+    "NAMED_AT",
+    "head_name",
 ]
 
 WORD_BREAKS = " \n"
@@ -194,3 +197,51 @@ def best_heads(scores: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, flo
         layer, head = divmod(flat, values.shape[1])
         best[name] = (layer, head, float(values[layer, head]))
     return best
+
+
+def offset_profile(attn_weights: torch.Tensor, max_offset: int) -> torch.Tensor:
+    """Mean weight a query puts on the key ``k`` characters BACK, for k = 0 .. ``max_offset``.
+
+    Entry k is the mean of ``attn_weights[..., t, t - k]`` (query t, key t - k) over the
+    queries t >= ``max_offset``, which all see every one of those keys; the rest of their
+    weight, 1 minus the entries' sum, lies further back. A previous-character head peaks at
+    k = 1; a head that stays on its own character, at k = 0.
+
+    Args:
+        attn_weights: (..., num_tokens, num_tokens), rows = queries, columns = keys.
+        max_offset: the largest offset, 0 <= max_offset < num_tokens.
+
+    Returns:
+        (..., max_offset + 1).
+    """
+    num_tokens = attn_weights.shape[-1]
+    if attn_weights.ndim < 2 or attn_weights.shape[-2] != num_tokens:
+        raise ValueError(
+            "expected attention weights (..., num_tokens, num_tokens), got "
+            f"{tuple(attn_weights.shape)}."
+        )
+    if not 0 <= max_offset < num_tokens:
+        raise ValueError(f"max_offset={max_offset} must lie in 0..{num_tokens - 1}.")
+    # diagonal(offset=-k) holds (t, t - k) for t = k, k + 1, ...: keep t >= max_offset
+    return torch.stack(
+        [
+            attn_weights.diagonal(offset=-k, dim1=-2, dim2=-1)[..., max_offset - k :].mean(-1)
+            for k in range(max_offset + 1)
+        ],
+        dim=-1,
+    )
+
+
+NAMED_AT = 0.5  # a head is named by a pattern only when more than half its weight goes there
+
+
+def head_name(scores: dict[str, float], threshold: float = NAMED_AT) -> str:
+    """``"previous character 0.98"`` for a head whose best score reaches ``threshold``, else
+    ``"unnamed (best word start 0.21)"``: a low best score names no pattern. NaN scores
+    (a text without that pattern's targets) are skipped."""
+    known = {name: value for name, value in scores.items() if value == value}
+    if not known:
+        raise ValueError("every score is NaN: the text has no target for any pattern.")
+    name = max(known, key=lambda n: known[n])
+    label = f"{name} {known[name]:.2f}"
+    return label if known[name] >= threshold else f"unnamed (best {label})"

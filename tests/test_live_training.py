@@ -7,6 +7,7 @@ prints "your run ends within 0.15 nats of the stored run: True", which nbval che
 
 from __future__ import annotations
 
+import math
 import re
 
 from attn_course.live_training import SAMPLE_CHARS, SAMPLE_EVERY, stored_run
@@ -15,15 +16,15 @@ from attn_course.lm import LM_CONFIGS
 
 def test_the_stored_run_is_a_full_run_of_the_small_config():
     run, cfg = stored_run(), LM_CONFIGS["small"]
-    assert [step for step, _, _ in run.curve] == list(range(cfg.eval_every, cfg.steps + 1,
-                                                            cfg.eval_every))  # fmt: skip
-    assert list(run.samples) == list(range(SAMPLE_EVERY, cfg.steps + 1, SAMPLE_EVERY))
+    assert [step for step, _, _ in run.curve] == list(range(0, cfg.steps + 1, cfg.eval_every))
+    assert list(run.samples) == list(range(0, cfg.steps + 1, SAMPLE_EVERY))
     assert all(len(text) == SAMPLE_CHARS for text in run.samples.values())
 
 
 def test_the_stored_run_learns():
     run = stored_run()
     first, last = run.curve[0], run.curve[-1]
+    assert first[0] == 0 and abs(first[2] - math.log(75)) < 0.3  # untrained: about uniform
     assert last[2] < first[2] - 0.5  # the held-out loss falls
     assert abs(last[1] - last[2]) < 0.1  # train and held-out stay together (the prose says so)
     # the samples learn the play's layout: speaker lines (NAME:) appear by the last sample

@@ -17,9 +17,15 @@ from attn_course.generation import GPTConfig, GPTModel
 from attn_course.lm import (
     LM_CONFIGS,
     LMTrainConfig,
+    _eval_loss,
+    _token_data,
     _windows,
+    copy_rate,
     evaluate_text,
+    held_out_passages,
+    plain_recording,
     pool_kv_heads,
+    repeat_summary,
     repeat_test,
     resolve_device,
     tokenizer,
@@ -149,14 +155,15 @@ def test_an_interrupted_run_resumes_to_the_same_model(tmp_path):
     straight = train_lm(TINY)
     checkpoint = tmp_path / "ckpt.pt"
     with pytest.raises(KeyboardInterrupt):
-        train_lm(TINY, progress=_StopAfter(0), checkpoint=checkpoint)  # stops after step 3
+        # the lines of step 0 and step 3: it stops after step 3's checkpoint
+        train_lm(TINY, progress=_StopAfter(1), checkpoint=checkpoint)
     assert torch.load(checkpoint, weights_only=True)["step"] == 3
     log = io.StringIO()
     resumed = train_lm(TINY, progress=log, checkpoint=checkpoint, resume=True)
     assert "resuming from" in log.getvalue() and "at step 3/6" in log.getvalue()
     for name, value in straight.model.state_dict().items():
         assert torch.equal(value, resumed.model.state_dict()[name]), name
-    assert resumed.curve == straight.curve and [s for s, _, _ in resumed.curve] == [3, 6]
+    assert resumed.curve == straight.curve and [s for s, _, _ in resumed.curve] == [0, 3, 6]
     with pytest.raises(ValueError, match="existing checkpoint"):
         train_lm(TINY, checkpoint=tmp_path / "missing.pt", resume=True)
 
@@ -287,3 +294,51 @@ def test_training_can_start_from_given_weights_such_as_a_pooled_model():
         assert torch.equal(value, result.model.state_dict()[name]), name
     moved = train_lm(replace(TINY, context_length=32), init=pooled).model
     assert not torch.equal(moved.out_head.weight, pooled.out_head.weight)
+
+
+def test_the_curve_starts_at_step_0_with_the_untrained_model():
+    log = io.StringIO()
+    result = train_lm(TINY, progress=log)
+    assert [s for s, _, _ in result.curve] == [0, 3, 6]
+    assert log.getvalue().splitlines()[0].startswith("[") and " 0/6 " in log.getvalue()
+    # step 0's held-out loss is that of a fresh model with the same seed, measured untrained
+    torch.manual_seed(TINY.seed)
+    fresh = GPTModel(TINY.model_config(tokenizer().vocab_size)).eval()
+    held_out = _token_data()[1]
+    gen = torch.Generator().manual_seed(2024)  # lm.EVAL_SEED
+    windows = _windows(held_out, TINY.eval_windows, TINY.context_length, gen)
+    assert result.curve[0][2] == pytest.approx(_eval_loss(fresh, windows), abs=1e-5)
+
+
+def test_copy_rate_counts_the_character_after_the_earlier_occurrence():
+    # at t = 6 ('c') "abc" occurred at 0..2; the character AFTER it is 'X'; the next one is 'X'
+    assert copy_rate(["abcXabcX"], 3) == (1 / 4, 1 / 4)  # t = 3, 4, 5, 6: only t = 6 copies
+    # the next character is 'Y', not the 'X' after the earlier "abc": copyable, not right
+    # (a count that took the earlier occurrence's own last character, 'c', would be 0 above)
+    assert copy_rate(["abcXabcY"], 3) == (1 / 4, 0.0)
+    # a longer match finds fewer copyable characters
+    assert copy_rate(["abcXabcX"], 4)[0] == 0.0
+    with pytest.raises(ValueError, match="match"):
+        copy_rate(["abc"], 0)
+
+
+def test_repeat_summary_averages_repeat_test_over_held_out_passages():
+    torch.manual_seed(0)
+    model = GPTModel(TINY.model_config(tokenizer().vocab_size)).eval()
+    summary = repeat_summary(model, num=3, length=8)
+    tests = [repeat_test(model, p) for p in held_out_passages(3, 8)]
+    assert summary.first == pytest.approx(sum(t.first for t in tests) / 3)
+    assert summary.second == pytest.approx(sum(t.second for t in tests) / 3)
+    induction = torch.stack([t.induction for t in tests]).mean(dim=0)
+    layer, head, score = summary.best
+    assert score == pytest.approx(induction.max().item()) == induction[layer, head].item()
+
+
+def test_the_plain_recording_says_how_it_was_made():
+    record = plain_recording()
+    assert "--repeat-share 0" in record["command"] and record["seed"] == 0
+    for key in ("torch", "date", "train_wall_s", "train_cpu_s"):
+        assert record[key]
+    line = record["repeat_test"]
+    assert line["num"] == 12 and line["length"] == 64 and len(line["best_head"]) == 2
+    assert 0 <= line["best_induction"] <= 1 and line["first"] > 0 and line["second"] > 0

@@ -121,3 +121,35 @@ def test_an_induction_head_on_a_repeated_text_scores_one():
     assert targets.sum().item() == period  # one target per query of the second copy
     with pytest.raises(ValueError, match="at least 3"):
         th.repeat_targets(6, 2)
+
+
+def test_offset_profile_reports_weight_three_back_not_three_forward():
+    n = 10
+    back = torch.zeros(1, 1, n, n)
+    for t in range(n):
+        back[0, 0, t, max(t - 3, 0)] = 1.0  # query t looks at key t - 3 (3 back)
+    profile = th.offset_profile(back, max_offset=5)
+    assert profile.shape == (1, 1, 6)
+    assert profile[0, 0].tolist() == [0, 0, 0, 1, 0, 0]
+    # the same offset forwards (key t + 3, a pattern a causal head cannot have) is not 3 back
+    forward = back.transpose(-2, -1).contiguous()
+    assert th.offset_profile(forward, max_offset=5)[0, 0, 3] == 0
+
+
+def test_offset_profile_averages_over_the_queries_that_see_every_offset():
+    w = torch.zeros(1, 1, 4, 4)
+    w[0, 0, 2, 1] = 1.0  # query 2: one back
+    w[0, 0, 3, 3] = 1.0  # query 3: itself
+    w[0, 0, 1, 0] = 1.0  # query 1 cannot see 2 back: left out with max_offset = 2
+    assert th.offset_profile(w, max_offset=2)[0, 0].tolist() == [0.5, 0.5, 0.0]
+    with pytest.raises(ValueError, match="max_offset"):
+        th.offset_profile(w, max_offset=4)
+
+
+def test_a_head_is_named_only_when_its_best_score_reaches_the_threshold():
+    assert th.head_name({"previous character": 0.98, "two back": 0.01}) == "previous character 0.98"
+    low = {"word start": 0.21, "speaker name": 0.05, "line start": math.nan}
+    assert th.head_name(low) == "unnamed (best word start 0.21)"
+    assert th.head_name(low, threshold=0.2) == "word start 0.21"
+    with pytest.raises(ValueError, match="NaN"):
+        th.head_name({"speaker name": math.nan})

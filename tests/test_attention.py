@@ -303,6 +303,33 @@ def test_split_and_merge_heads_are_inverse_and_group_columns_by_head():
     assert torch.equal(merge_heads(heads), x)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_reshape_of_a_transposed_tensor_follows_logical_order_not_memory_order(seed):
+    """04: reshape fills the new shape in row-major (index) order whatever the strides; only for
+    a contiguous tensor is that memory order. A transposed tensor tells the two apart."""
+    torch.manual_seed(seed)
+    x = torch.randn(2, 3, 4)  # contiguous
+    swapped = x.transpose(1, 2)  # (2, 4, 3), the same memory as x
+    assert not swapped.is_contiguous() and swapped.data_ptr() == x.data_ptr()
+    logical = torch.tensor(
+        [[swapped[i, j, k].item() for j in range(4) for k in range(3)] for i in range(2)]
+    )
+    memory = torch.as_strided(swapped, (2, 12), (12, 1))  # the numbers as stored
+    assert torch.equal(swapped.reshape(2, 12), logical)
+    assert not torch.equal(swapped.reshape(2, 12), memory)
+    # contiguous: index order and memory order are the same thing
+    assert torch.equal(x.reshape(2, 12), torch.as_strided(x, (2, 12), (12, 1)))
+
+
+def test_reshape_of_the_notebooks_swapped_heads_gives_the_printed_row():
+    """04, Part 4: the transposed (b, num_tokens, num_heads, head_dim) labels reshape to a first
+    row [0, 1, 2, 9, 10, 11] (token 1 of both heads), not memory's [0, 1, 2, 3, 4, 5]."""
+    context_vec = torch.arange(18).view(1, 2, 3, 3)  # (b, num_heads, num_tokens, head_dim)
+    swapped = context_vec.transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
+    assert swapped.reshape(1, 3, 6)[0, 0].tolist() == [0, 1, 2, 9, 10, 11]
+    assert context_vec.flatten()[:6].tolist() == [0, 1, 2, 3, 4, 5]
+
+
 # --- the causal property, weights and dropout ----------------------------------------------
 
 

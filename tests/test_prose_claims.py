@@ -884,21 +884,92 @@ CLAIMS = [
     ("02_multihead_wrapper", "(8 × 0.041 at", "0.041", 3, r"\n +64 \| +([\d.]+)"),
     ("02_multihead_wrapper", "between 0.025 and 0.043", "0.025", 3, r"\n +1 \| +([\d.]+)"),
     ("02_multihead_wrapper", "between 0.025 and 0.043", "0.043", 3, r"\n +16 \| +([\d.]+)"),
+    # 02, scaling table: "| scaled mean ± sd  not-scaled mean ± sd | N of 20 seeds" per head_dim
     (
         "02_multihead_wrapper",
-        "largest weight averages 0.26 instead of 0.18",
-        "0.26",
-        2,
-        r"\n +64 \|.*\| +[\d.]+ +([\d.]+)",
+        "largest weight averages 0.258 instead of 0.177",
+        "0.258",
+        3,
+        r"\n +64 \|.*\| [\d.]+ ± [\d.]+ ([\d.]+) ±",
     ),
     (
         "02_multihead_wrapper",
-        "averages only 0.26 (uniform: 0.17)",
+        "largest weight averages 0.258 instead of 0.177",
+        "0.177",
+        3,
+        r"\n +64 \|.*\| ([\d.]+) ± ",
+    ),
+    (
+        "02_multihead_wrapper",
+        "(standard deviations over the seeds 0.033\nand 0.003)",
+        "0.033",
+        3,
+        r"\n +64 \|.*\| [\d.]+ ± [\d.]+ [\d.]+ ± ([\d.]+) \|",
+    ),
+    (
+        "02_multihead_wrapper",
+        "(standard deviations over the seeds 0.033\nand 0.003)",
+        "0.003",
+        3,
+        r"\n +64 \|.*\| [\d.]+ ± ([\d.]+) [\d.]+ ± ",
+    ),
+    (
+        "02_multihead_wrapper",
+        "the larger of the two in 20 of the 20 seeds",
+        "20",
+        0,
+        r"\n +64 \|.*\| (\d+) of 20 seeds",
+    ),
+    # 02, temperature table: "| mean ± sd, min to max | largest anywhere" per temperature
+    (
+        "02_multihead_wrapper",
+        "averages only 0.26 ± 0.023 over the seeds",
         "0.26",
         2,
-        r"\n +0\.1 \| +([\d.]+)",
+        r"\n +0\.1 \| +([\d.]+) ± ",
     ),
-    ("02_multihead_wrapper", "favourite (0.72 on average)", "0.72", 2, r"\n +0\.01 \| +([\d.]+)"),
+    (
+        "02_multihead_wrapper",
+        "averages only 0.26 ± 0.023 over the seeds",
+        "0.023",
+        3,
+        r"\n +0\.1 \| +[\d.]+ ± ([\d.]+),",
+    ),
+    (
+        "02_multihead_wrapper",
+        "no seed's average passes 0.33",
+        "0.33",
+        2,
+        r"\n +0\.1 \| +[\d.]+ ± [\d.]+, [\d.]+ to ([\d.]+) ",
+    ),
+    (
+        "02_multihead_wrapper",
+        "favourite (0.72 ± 0.066 on average",
+        "0.72",
+        2,
+        r"\n +0\.01 \| +([\d.]+) ± ",
+    ),
+    (
+        "02_multihead_wrapper",
+        "favourite (0.72 ± 0.066 on average",
+        "0.066",
+        3,
+        r"\n +0\.01 \| +[\d.]+ ± ([\d.]+),",
+    ),
+    (
+        "02_multihead_wrapper",
+        "from 0.54 to 0.89 by seed",
+        "0.54",
+        2,
+        r"\n +0\.01 \| +[\d.]+ ± [\d.]+, ([\d.]+) to ",
+    ),
+    (
+        "02_multihead_wrapper",
+        "from 0.54 to 0.89 by seed",
+        "0.89",
+        2,
+        r"\n +0\.01 \| +[\d.]+ ± [\d.]+, [\d.]+ to ([\d.]+) ",
+    ),
     (
         "05_transformer_blocks",
         "input (cosine 0.97)",
@@ -1313,6 +1384,28 @@ CLAIMS = [
         "0.06",
         2,
         r"\n +1 \|.*\| +[\d.]+ +([\d.]+)\n",
+    ),
+    # 07, the collapse over seeds 0-4: "seed | std after layer 1 | row difference | True"
+    (
+        "07_bug_zoo",
+        "a standard deviation of 0.046 to\n0.065 after one layer",
+        "0.046",
+        3,
+        r"\n +3 \| +([\d.]+) \|",
+    ),
+    (
+        "07_bug_zoo",
+        "a standard deviation of 0.046 to\n0.065 after one layer",
+        "0.065",
+        3,
+        r"\n +4 \| +([\d.]+) \|",
+    ),
+    (
+        "07_bug_zoo",
+        "every token equal to the first within 1e-6",
+        "1e-6",
+        8,
+        r"layers 2-6: all rows within ([\de.-]+)\n",
     ),
     (
         "08_trained_attention",
@@ -2415,6 +2508,31 @@ def test_prose_figure_is_printed_beside_it(notebook, phrase, figure, decimals, p
     assert round(value, decimals) == round(float(figure), decimals), (
         f"{notebook}: the prose says {figure} ({phrase!r}), the output prints {value}"
     )
+
+
+def test_bug_zoo_collapse_holds_for_every_seed():
+    """07: "seeds 0 to 4 ... behave the same": five rows, the smallest and largest standard
+    deviation where the prose puts them, and every seed's rows equal within 1e-6 from layer 2."""
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    text = "\n".join(
+        nearby_outputs(cells, "The table is one draw: weights and input from seed 123")
+    )
+    rows = re.findall(r"\n +(\d) \| +([\d.]+) \| +([\d.]+) \| (True|False)", text)
+    assert [int(r[0]) for r in rows] == [0, 1, 2, 3, 4]
+    stds = [float(r[1]) for r in rows]
+    assert (min(stds), max(stds)) == (0.046, 0.065)
+    assert all(r[3] == "True" for r in rows)
+
+
+def test_reshape_orders_in_04_are_the_printed_ones():
+    """04, Part 5: the first row that reshape gave the transposed tensor, and memory order."""
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    phrase = "reshaped the transposed `swapped` into a first row\n`[0, 1, 2, 9, 10, 11]`"
+    text = "\n".join(nearby_outputs(cells, phrase))
+    found = re.search(
+        r"reshape, first row: (\[.*?\]) \| first 6 numbers in memory: (\[.*?\])", text
+    )
+    assert found.groups() == ("[0, 1, 2, 9, 10, 11]", "[0, 1, 2, 3, 4, 5]")
 
 
 def test_tiled_traffic_claims():

@@ -1368,6 +1368,84 @@ CLAIMS = [
         r"L2 cache per core: ([\d.]+) MiB \(this machine\)",
     ),
     ("06_attention_cost", "(0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
+    (
+        "06_attention_cost",
+        "grew from 0.11 ms to 12.08 ms",
+        "0.11",
+        2,
+        r"\n +64 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "grew from 0.11 ms to 12.08 ms",
+        "12.08",
+        2,
+        r"\n +1024 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+    ),
+    ("06_attention_cost", "spreads reach 11)", "11", 0, r"\n +128 +[\d.]+ ms +([\d.]+)"),
+    (
+        "06_attention_cost",
+        "blocks of 32, 64 or 256 rows",
+        "32",
+        0,
+        r"query rows per block, 64 to 1024 tokens: (\d+)",
+    ),
+    (
+        "06_attention_cost",
+        "blocks of 32, 64 or 256 rows",
+        "64",
+        0,
+        r"query rows per block, 64 to 1024 tokens: (?:\d+, ){2}(\d+)",
+    ),
+    (
+        "06_attention_cost",
+        "blocks of 32, 64 or 256 rows",
+        "256",
+        0,
+        r"query rows per block, 64 to 1024 tokens: (?:\d+, ){4}(\d+)",
+    ),
+    (
+        "06_attention_cost",
+        "full `n²` scores up to 512 tokens and 0.75",
+        "1",
+        2,
+        r"scores computed / n², 64 to 1024 tokens: (?:[\d.]+, ){3}([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "full `n²` scores up to 512 tokens and 0.75",
+        "0.75",
+        2,
+        r"scores computed / n², 64 to 1024 tokens: (?:[\d.]+, ){4}([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "grows ×4.0 per doubling up to 512 tokens",
+        "4.0",
+        1,
+        r"own attention work: per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "and then only ×3.0, far less than its",
+        "3.0",
+        1,
+        r"own attention work: per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "and then only ×3.0, far less than its\n×8.5",
+        "8.5",
+        1,
+        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "(4.5 GiB in 16-bit",
+        "4.5",
+        1,
+        r"in 16-bit \(2 bytes a number\): ([\d.]+) GiB",
+    ),
     ("06_attention_cost", "9,216 tokens for GPT-2 small", "9216", 0, r"n = 12d = ([\d,]+) tokens"),
     ("06_attention_cost", "only 6 MiB even at 128k", "6", 0, r"131,072 .* ([\d.]+) MiB"),
     ("06_attention_cost", "has grown to 9 GiB", "9", 0, r"131,072 .* ([\d.]+) GiB\n"),
@@ -2585,3 +2663,15 @@ def test_attention_cost_timing():
     assert len(rows) == 5
     for column, length in ((1, "128"), (2, "512")):
         assert max(rows, key=lambda row: float(row[column]))[0] == length
+    # "the fused kernel's median time grew from 0.11 ms to 12.08 ms, more than 96-fold but well
+    # under 256-fold", and the lecture module's 265-fold "within this run's noise of 256"
+    medians = re.findall(r"\n +\d+ +([\d.]+) ms +([\d.]+) +([\d.]+) ms", text)
+    fused_growth = float(medians[-1][2]) / float(medians[0][2])
+    assert 96 < fused_growth < 256 / 2, fused_growth
+    lecture_growth = float(re.search(r"this run: x(\d+)", text).group(1))
+    noise = max(float(row[1]) for row in medians)
+    assert 256 / noise < lecture_growth < 256 * noise
+    # the fused kernel's own work grows x3.0 over its last doubling, less than its x8.5 time
+    own = re.search(r"own attention work: per doubling of num_tokens (.*)\n", text).group(1)
+    own = [float(g) for g in re.findall(r"x([\d.]+)", own)]
+    assert own == [4.0, 4.0, 4.0, 3.0] and fused[3] > 2 * own[3]

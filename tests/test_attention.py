@@ -622,6 +622,10 @@ def test_batched_matmul_on_transposed_heads_copies_them():
         one_token = layout_copies(mha, x[:, :1])
         one_head_mha = MultiHeadAttention(6, 6, context_length=5, dropout=0.0, num_heads=1)
         one_head = layout_copies(one_head_mha, x)
+        q1 = one_head_mha.W_query(x).view(2, 5, 1, 6).transpose(1, 2)  # (b, 1, num_tokens, 6)
+        k1 = one_head_mha.W_key(x).view(2, 5, 1, 6).transpose(1, 2)
+        one_head_scores = layout_copies(lambda: q1 @ k1.transpose(2, 3))
+        k_one_token = mha.W_key(x[:, :1]).view(2, 1, 2, 3).transpose(1, 2)  # (b, h, 1, head_dim)
         merged = torch.randn(2, 1, 5, 6).transpose(1, 2)  # one head's context, heads swapped back
     assert copies == [
         ("aten::matmul", (2, 2, 5, 3)),  # queries
@@ -638,6 +642,15 @@ def test_batched_matmul_on_transposed_heads_copies_them():
     # and `.contiguous()` hands back the merged heads' own memory.
     assert one_token == []
     assert one_head == []
+    # One head: the transposed keys (b, 1, head_dim, num_tokens) are NOT row by row (head_dim and
+    # num_tokens swapped, both > 1), yet nothing is copied: (b, 1) folds into b whatever the
+    # strides, and bmm takes a matrix stored by columns as it is.
+    keys_t = k1.transpose(2, 3)
+    assert keys_t.shape == (2, 1, 6, 5) and keys_t.stride() == (30, 6, 1, 6)
+    assert not keys_t.is_contiguous()
+    assert one_head_scores == []
+    # One token: the transposes move only a size-1 dim, so the transposed keys stay row by row.
+    assert k_one_token.transpose(2, 3).is_contiguous()
     assert merged.contiguous().data_ptr() == merged.data_ptr()
 
 
@@ -667,3 +680,8 @@ def test_wrapper_runs_five_products_per_head_and_the_split_class_two_batched(num
     assert split_products[3][1:] == ((batch, 5, head_dim), (batch, head_dim, 5))  # q @ k^T
     assert split_products[4][1:] == ((batch, 5, 5), (batch, 5, head_dim))  # weights @ values
     assert split_products[0][1:] == ((10, 6), (6, num_heads * head_dim))  # (b * num_tokens, d_in)
+    # With qkv_bias=True each projection adds its bias: addmm instead of mm.
+    with_bias = MultiHeadAttention(6, num_heads * head_dim, 5, 0.0, num_heads, qkv_bias=True)
+    with torch.no_grad():
+        bias_ops = [op for op, *_ in matrix_products(with_bias, x)]
+    assert bias_ops == ["aten::addmm"] * 3 + ["aten::bmm"] * 2 + ["aten::addmm"]

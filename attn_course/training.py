@@ -72,8 +72,9 @@ def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     Args:
         logits: (b, num_tokens, vocab_size), the model's output for ``tokens``.
         tokens: (b, num_tokens) token ids, num_tokens >= 2. Position t's logits are scored
-            against ``tokens[:, t + 1]``; the last position has no next token and is dropped.
-            Every other token is a target (no padding, no ignore_index).
+            against ``tokens[:, t + 1]``, so the targets are ``tokens[:, 1:]``: every position
+            from 1 on, whatever its id (id 0 is an ordinary token: no padding, no
+            ignore_index). The last position's logits have no next token and are dropped.
 
     Returns:
         A 0-dim tensor: the mean over the b * (num_tokens - 1) predictions.
@@ -97,7 +98,9 @@ def train_step(
     """One update on next-token prediction; returns the loss (nats) before the update.
 
     ``tokens``: (b, num_tokens). Zero the gradients (``backward`` adds to them), forward,
-    loss, backward, clip the gradients' global norm to ``max_norm``, then step.
+    loss, backward, then clip: when the global norm of all the gradients together exceeds
+    ``max_norm``, rescale them all by one factor to that norm (direction kept; under Adam this
+    mainly keeps one outsized batch out of its running averages). Then step.
     """
     optimizer.zero_grad(set_to_none=True)
     loss = next_token_loss(model(tokens), tokens)

@@ -17,6 +17,25 @@ from support import ROOT
 
 WINDOW = 3
 
+
+def _row08(text: str, column: int) -> str:
+    """08: column ``column`` (steps 0, 20, ..., 200) of seed 0's row for ``text``."""
+    return rf"{re.escape(text)} loss: +(?:[\d.]+ +){{{column}}}([\d.]+)"
+
+
+_CHANGE, _RISE, _FINAL = "change, step 20 to step 80", "rise from the lowest", "after 200 steps"
+
+
+def _cell08(row: str, column: int, part: int, signs: str = "   ") -> str:
+    """08: one number of the over-seeds table, row ``row``, text ``column`` (training, same
+    play, another play), ``part`` 0/1/2 = mean/min/max; ``signs`` are the printed signs each
+    number must carry ("-", "+" or " " for none); the group holds the digits after the sign."""
+    numbers = [(re.escape(sign) if sign != " " else "") + r"[\d.]+" for sign in signs]
+    numbers[part] = (re.escape(signs[part]) if signs[part] != " " else "") + r"([\d.]+)"
+    before = r"(?:\S+ \(\S+ to \S+\) +)" + f"{{{column}}}"
+    return rf"{re.escape(row)} +{before}{numbers[0]} \({numbers[1]} to {numbers[2]}\)"
+
+
 # (notebook, phrase in the prose, figure the prose states, decimals it is rounded to,
 #  regex over a nearby cell's text output whose group 1 is the printed number)
 CLAIMS = [
@@ -1640,124 +1659,155 @@ CLAIMS = [
         3,
         r"ln\(V\) for V = \d+ characters: ([\d.]+)",
     ),
+    # 08 · the character-level training loop: the seed-0 table (step row, then one row per text)
+    ("08_trained_attention", "from 4.69 to 1.78 nats per", "4.69", 2, _row08("training text", 0)),
+    ("08_trained_attention", "from 4.69 to 1.78 nats per", "1.78", 2, _row08("training text", 10)),
+    ("08_trained_attention", "to 3.42 at step 20", "3.42", 2, _row08("another play", 1)),
+    ("08_trained_attention", "to 3.42 at step 20", "20", 0, r"step: +\d+ +(\d+)"),
     (
         "08_trained_attention",
-        "from 4.69 to 1.78 nats per",
-        "4.69",
-        2,
-        r"training-text loss: +([\d.]+)",
-    ),
-    (
-        "08_trained_attention",
-        "from 4.69 to 1.78 nats per",
-        "1.78",
-        2,
-        r"training-text loss: .* ([\d.]+)\n",
-    ),
-    (
-        "08_trained_attention",
-        "to 3.36 at step 60",
+        "between 3.36 and 3.42 up to step 80",
         "3.36",
         2,
-        r"held-out loss: +[\d.]+ +[\d.]+ +[\d.]+ +([\d.]+)",
+        _row08("another play", 3),
     ),
+    ("08_trained_attention", "falls on from 2.91", "2.91", 2, _row08("training text", 1)),
+    ("08_trained_attention", "to 2.21; from step 100", "2.21", 2, _row08("training text", 4)),
+    ("08_trained_attention", "to 3.88 at step 200", "3.88", 2, _row08("another play", 10)),
+    ("08_trained_attention", "from 3.18 at step 20", "3.18", 2, _row08("same play, unseen", 1)),
+    ("08_trained_attention", "to 2.91 at step 60", "2.91", 2, _row08("same play, unseen", 3)),
+    ("08_trained_attention", "to 3.12 at step 200", "3.12", 2, _row08("same play, unseen", 10)),
+    ("08_trained_attention", "2.91 to 2.93), so the", "2.93", 2, _row08("same play, unseen", 4)),
+    # over the four seeds: "falls by" needs the printed minus signs
+    ("08_trained_attention", "by 0.72 (0.68 to 0.76)", "0.72", 2, _cell08(_CHANGE, 0, 0, "---")),
+    ("08_trained_attention", "by 0.72 (0.68 to 0.76)", "0.76", 2, _cell08(_CHANGE, 0, 1, "---")),
+    ("08_trained_attention", "by 0.72 (0.68 to 0.76)", "0.68", 2, _cell08(_CHANGE, 0, 2, "---")),
+    ("08_trained_attention", "by 0.19 (0.13 to 0.25)", "0.19", 2, _cell08(_CHANGE, 1, 0, "---")),
+    ("08_trained_attention", "by 0.19 (0.13 to 0.25)", "0.25", 2, _cell08(_CHANGE, 1, 1, "---")),
+    ("08_trained_attention", "by 0.19 (0.13 to 0.25)", "0.13", 2, _cell08(_CHANGE, 1, 2, "---")),
     (
         "08_trained_attention",
-        "to 3.36 at step 60",
-        "60",
-        0,
-        r"step: +\d+ +\d+ +\d+ +(\d+)",
-    ),
-    (
-        "08_trained_attention",
-        "to 3.88 at step 200",
-        "3.88",
+        "(+0.03, from -0.04 to +0.12)",
+        "0.03",
         2,
-        r"held-out loss: .* ([\d.]+)\n",
+        _cell08(_CHANGE, 2, 0, "+-+"),
     ),
     (
         "08_trained_attention",
-        "step 48 on average (30 to 60)",
-        "48",
-        0,
-        r"at step (\d+) \(from",
-    ),
-    (
-        "08_trained_attention",
-        "step 48 on average (30 to 60)",
-        "30",
-        0,
-        r"at step \d+ \(from (\d+) to",
-    ),
-    (
-        "08_trained_attention",
-        "step 48 on average (30 to 60)",
-        "60",
-        0,
-        r"at step \d+ \(from \d+ to (\d+)\)",
-    ),
-    (
-        "08_trained_attention",
-        "at 3.34 (3.25 to 3.38)",
-        "3.34",
+        "(+0.03, from -0.04 to +0.12)",
+        "0.04",
         2,
-        r"lowest held-out loss ([\d.]+) \(from",
+        _cell08(_CHANGE, 2, 1, "+-+"),
     ),
     (
         "08_trained_attention",
-        "at 3.34 (3.25 to 3.38)",
-        "3.25",
+        "(+0.03, from -0.04 to +0.12)",
+        "0.12",
         2,
-        r"lowest held-out loss [\d.]+ \(from ([\d.]+) to",
+        _cell08(_CHANGE, 2, 2, "+-+"),
     ),
+    ("08_trained_attention", "has risen by 0.24 (0.21 to", "0.24", 2, _cell08(_RISE, 1, 0)),
+    ("08_trained_attention", "has risen by 0.24 (0.21 to", "0.21", 2, _cell08(_RISE, 1, 1)),
+    ("08_trained_attention", "0.27) above its lowest point", "0.27", 2, _cell08(_RISE, 1, 2)),
+    ("08_trained_attention", "0.56 (0.41 to 0.68)", "0.56", 2, _cell08(_RISE, 2, 0)),
+    ("08_trained_attention", "0.56 (0.41 to 0.68)", "0.41", 2, _cell08(_RISE, 2, 1)),
+    ("08_trained_attention", "0.56 (0.41 to 0.68)", "0.68", 2, _cell08(_RISE, 2, 2)),
+    ("08_trained_attention", "ends at 1.75 (1.72 to 1.78)", "1.75", 2, _cell08(_FINAL, 0, 0)),
+    ("08_trained_attention", "ends at 1.75 (1.72 to 1.78)", "1.72", 2, _cell08(_FINAL, 0, 1)),
+    ("08_trained_attention", "ends at 1.75 (1.72 to 1.78)", "1.78", 2, _cell08(_FINAL, 0, 2)),
     (
         "08_trained_attention",
-        "at 3.34 (3.25 to 3.38)",
-        "3.38",
+        "(weight decay 0.01, PyTorch's default)",
+        "0.01",
         2,
-        r"lowest held-out loss [\d.]+ \(from [\d.]+ to ([\d.]+)\)",
+        r"AdamW with weight decay ([\d.]+),",
     ),
+    ("08_trained_attention", "than this run's 0.01", "0.01", 2, r"weight decay ([\d.]+),"),
+    # what the model fits, the shift to another play, clipping
     (
         "08_trained_attention",
-        "0.56 (0.41 to 0.68)",
-        "0.56",
-        2,
-        r"lowest point by ([\d.]+) \(from",
-    ),
-    (
-        "08_trained_attention",
-        "0.56 (0.41 to 0.68)",
-        "0.41",
-        2,
-        r"lowest point by [\d.]+ \(from ([\d.]+) to",
-    ),
-    (
-        "08_trained_attention",
-        "0.56 (0.41 to 0.68)",
-        "0.68",
-        2,
-        r"lowest point by [\d.]+ \(from [\d.]+ to ([\d.]+)\)",
-    ),
-    (
-        "08_trained_attention",
-        "ends at 1.75 (1.72 to 1.78)",
-        "1.75",
-        2,
-        r"training text ([\d.]+) \(from",
-    ),
-    (
-        "08_trained_attention",
-        "ends at 1.75 (1.72 to 1.78)",
-        "1.72",
-        2,
-        r"training text [\d.]+ \(from ([\d.]+) to",
-    ),
-    (
-        "08_trained_attention",
-        "ends at 1.75 (1.72 to 1.78)",
+        "1.78 nats per character is a perplexity of 5.9",
         "1.78",
         2,
-        r"training text [\d.]+ \(from [\d.]+ to ([\d.]+)\)",
+        r"training text after \d+ steps: ([\d.]+) nats",
+    ),
+    (
+        "08_trained_attention",
+        "1.78 nats per character is a perplexity of 5.9",
+        "5.9",
+        1,
+        r"nats per character, perplexity ([\d.]+)",
+    ),
+    ("08_trained_attention", "score 0.93 on it", "0.93", 2, r"([\d.]+) after each pair"),
+    (
+        "08_trained_attention",
+        "(2.08 after single characters)",
+        "2.08",
+        2,
+        r"scored on it: ([\d.]+) after each character",
+    ),
+    ("08_trained_attention", "(36 of its 961 targets", "36", 0, r"another play: +(\d+) of"),
+    ("08_trained_attention", "(36 of its 961 targets", "961", 0, r"another play: +\d+ of (\d+)"),
+    ("08_trained_attention", "against 3 in the same play", "3", 0, r"same play, unseen: +(\d+) of"),
+    (
+        "08_trained_attention",
+        "cost seed 0 10.4 nats each, 0.39",
+        "10.4",
+        1,
+        r"another play: .* ([\d.]+) nats each",
+    ),
+    (
+        "08_trained_attention",
+        "cost seed 0 10.4 nats each, 0.39",
+        "0.39",
+        2,
+        r"another play: .* nats each, ([\d.]+) of the mean",
+    ),
+    (
+        "08_trained_attention",
+        "of its mean loss of 3.88 on that play",
+        "3.88",
+        2,
+        r"another play: .* of the mean loss ([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "all between steps 9 and 18",
+        "9",
+        0,
+        r"clipping fired on .* at steps (\d+) to",
+    ),
+    (
+        "08_trained_attention",
+        "all between steps 9 and 18",
+        "18",
+        0,
+        r"clipping fired on .* at steps \d+ to (\d+);",
+    ),
+    # the one-weight AdamW demonstration
+    ("08_trained_attention", "(0.98 of lr)", "0.98", 2, r"no clipping: +\S+ +(\S+)"),
+    (
+        "08_trained_attention",
+        "moves 5.2e-05 of lr",
+        "5.2e-05",
+        6,
+        r"no clipping: +(?:\S+ +){3}(\S+)",
+    ),
+    (
+        "08_trained_attention",
+        "200 steps on 1.8e-05",
+        "1.8e-05",
+        6,
+        r"no clipping: +(?:\S+ +){4}(\S+)",
+    ),
+    ("08_trained_attention", "keeps β2 = 0.999 of it", "0.999", 3, r"betas \([\d.]+, ([\d.]+)\)"),
+    # 9 · the fixed-offset model against untrained heads
+    (
+        "08_trained_attention",
+        "against 0.07 untrained",
+        "0.07",
+        2,
+        r"untrained +induction score: ([\d.]+)",
     ),
     (
         "10_tiled_attention",
@@ -2766,3 +2816,46 @@ def test_attention_cost_timing():
     own = re.search(r"own attention work: per doubling of num_tokens (.*)\n", text).group(1)
     own = [float(g) for g in re.findall(r"x([\d.]+)", own)]
     assert own == [4.0, 4.0, 4.0, 3.0] and fused[3] > 2 * own[3]
+
+
+def _seed0_rows_08(text: str) -> dict[str, list[float]]:
+    """08: seed 0's table, {"step": [...], "training text": [...], ...}, from a cell's output."""
+    rows = re.findall(r"(?m)^ *(?:seed 0 +)?(step|[a-z ,]+ loss): +([\d. ]+)$", text)
+    return {name.removesuffix(" loss"): [float(v) for v in values.split()] for name, values in rows}
+
+
+def test_08_loss_curves_read_as_the_prose_says():
+    """08: the shapes the prose reads off seed 0's curves, the clipping counts, and that the
+    other play's climb is larger than the same play's; a swapped or shifted row fails."""
+    cells = nbformat.read(ROOT / "notebooks" / "08_trained_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "between 3.36 and 3.42 up to step 80"))
+    rows = _seed0_rows_08(text)
+    assert rows["step"] == list(range(0, 201, 20))
+    training, same, other = rows["training text"], rows["same play, unseen"], rows["another play"]
+    assert all(b < a for a, b in zip(training, training[1:], strict=False))  # falls all the way
+    # "between 3.36 and 3.42 up to step 80 ... from step 100 it climbs"
+    assert (min(other[1:5]), max(other[1:5])) == (3.36, 3.42)
+    assert min(other[5:]) > max(other[1:5]) and other[-1] == max(other[1:])
+    # the same play improves until step 60, then climbs less than the other play
+    assert same.index(min(same)) == 3 and same[-1] - min(same) < other[-1] - min(other)
+    assert all(s < o for s, o in zip(same[1:], other[1:], strict=True))
+    text = "\n".join(nearby_outputs(cells, "all between steps 9 and 18"))
+    counts = [
+        int(n) for n in re.search(r"clipping fired on ([\d, ]+) of", text).group(1).split(", ")
+    ]
+    assert len(counts) == 4 and (min(counts), max(counts)) == (6, 8)  # "6 to 8 ... per seed"
+
+
+def test_08_fixed_offset_heads_barely_beat_untrained_ones():
+    """08 §9: "barely more than untrained heads (0.10 to 0.12, against 0.07 untrained and 0.84 to
+    0.92 for the induction model)"."""
+    cells = nbformat.read(ROOT / "notebooks" / "08_trained_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "against 0.07 untrained"))
+    scores = [
+        [float(v) for v in line.split()]
+        for line in re.findall(r"induction score: ([\d. ]+)\n", text)
+    ]
+    fixed, induction, untrained = scores  # printed in this order
+    assert (min(fixed), max(fixed)) == (0.10, 0.12)
+    assert (min(induction), max(induction)) == (0.84, 0.92)
+    assert set(untrained) == {0.07} and min(fixed) > max(untrained)

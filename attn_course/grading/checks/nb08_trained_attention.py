@@ -447,9 +447,10 @@ def check_train_step(func: Callable[..., object]) -> str:
 
     Called twice on one batch, on the same model and optimizer (one request: in official
     grading both live in the learner's kernel between the calls, so gradients a step leaves
-    behind reach the next). Plain SGD makes the update the clipped gradient itself; one case
-    clips nothing (a large max_norm), one clips to a quarter of the gradient's norm, and one
-    trains with AdamW, the lecture's optimiser.
+    behind reach the next). Plain SGD makes the update -lr times the clipped gradient; one SGD
+    case clips nothing (a large max_norm), the other clips hard (max_norm half the gradient's
+    largest entry), and the third trains with AdamW, the lecture's optimiser, clipped to a
+    quarter of the gradient's norm.
     """
     cases = [  # (vocab_size, num_tokens, b, num_heads, optimizer, clip)
         (13, 10, 4, 2, "SGD", "none"),

@@ -3,6 +3,7 @@ the lectures' printed numbers (seed 001)."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -250,6 +251,67 @@ def test_renormalising_is_nan_where_masking_with_inf_stays_finite(scaled):
     # The mask turned the other way would let "The" see the future key: another answer.
     _, other_way = scaled_dot_product_attention(queries, keys, keys, mask=causal_mask(num_tokens).T)
     assert other_way[0, 0] < 0.5
+
+
+SMALLEST_FLOAT32 = 2.0**-149  # the smallest positive (subnormal) float32
+
+
+@pytest.mark.parametrize("gap", [103.4, 103.9, 104.05, 110.0])
+def test_renormalising_is_nan_only_past_a_gap_of_104_not_103(gap):
+    """Lecture 01: e^-gap rounds to 0 in float32 only below half the smallest positive float32,
+    2^-150 = e^-103.97; between e^-103.28 (2^-149 itself) and e^-103.97 it still rounds up to
+    2^-149, so the renormalised row is finite and right. A threshold of 103.3 would make the
+    first two gaps NaN."""
+    assert math.log(SMALLEST_FLOAT32) == pytest.approx(-103.28, abs=0.005)
+    assert math.log(SMALLEST_FLOAT32 / 2) == pytest.approx(-103.97, abs=0.005)
+    halves = torch.tensor([0.51 * SMALLEST_FLOAT32, 0.49 * SMALLEST_FLOAT32])
+    assert halves.tolist() == [SMALLEST_FLOAT32, 0.0]
+    scaled = torch.tensor([[0.0, gap], [0.0, 0.0]])  # query 0 sees key 0; key 1 is its future
+    renormalised = _zero_and_renormalise(scaled)
+    visible = torch.softmax(scaled, dim=-1)[0, 0].item()
+    if gap < -math.log(SMALLEST_FLOAT32 / 2):
+        assert visible == SMALLEST_FLOAT32
+        assert renormalised[0].tolist() == [1.0, 0.0]
+    else:
+        assert visible == 0.0
+        assert renormalised[0].isnan().all()
+
+
+@pytest.mark.parametrize("gap", [60.0, 80.0, 87.0, 95.0, 100.0, 101.0, 102.0, 103.0, 103.9, 104.1])
+def test_renormalising_subnormal_weights_is_finite_but_wrong_between_gaps_87_and_104(gap):
+    """Lecture 01's quiet failure: visible scores 0 and 0.3, a future score ``gap`` above the
+    larger. Up to a gap of 87 (e^-87.34 = 2^-126, the smallest normal float32) renormalising
+    agrees with -inf to float32 rounding; past it the visible weights are subnormal, whole
+    multiples of 2^-149, and the renormalised weights are finite but wrong, more so as the gap
+    grows (0.41176 at 101, 0.5 at 103, 0 at 103.9); past 104, NaN. The -inf way is right for
+    every gap."""
+    assert math.log(2.0**-126) == pytest.approx(-87.34, abs=0.005)
+    scaled = torch.zeros(3, 3)
+    scaled[1] = torch.tensor([0.0, 0.3, 0.3 + gap])  # query 1 sees keys 0 and 1; key 2 is future
+    right = torch.softmax(torch.tensor([0.0, 0.3]), dim=-1)  # [0.42556, 0.57444]
+    renormalised = _zero_and_renormalise(scaled)[1, :2]
+    queries, keys = scaled * 3**0.5, torch.eye(3)
+    _, attn_weights = scaled_dot_product_attention(queries, keys, keys, mask=causal_mask(3))
+    torch.testing.assert_close(attn_weights[1, :2], right)
+    error = (renormalised - right).abs().max().item()
+    if gap <= 87.0:
+        assert error < 1e-6
+    elif gap < 104.0:
+        assert renormalised.isfinite().all()
+        # the printed drift: the fifth decimal at 95 and 100, then tenths
+        least = {95.0: 5e-6, 100.0: 5e-6, 101.0: 0.01, 102.0: 0.002, 103.0: 0.07, 103.9: 0.4}
+        assert error > least[gap]
+    else:
+        assert renormalised.isnan().all()
+
+
+def test_a_fully_hidden_row_is_nan_with_inf_and_uniform_with_minus_1e9():
+    """Lecture 01: -inf is safe only while a query keeps a visible key (the causal diagonal)."""
+    assert torch.softmax(torch.full((3,), -torch.inf), dim=-1).isnan().all()
+    torch.testing.assert_close(
+        torch.softmax(torch.full((3,), -1e9), dim=-1), torch.full((3,), 1 / 3)
+    )
+    assert not causal_mask(5).all(dim=-1).any()  # the causal mask never hides a whole row
 
 
 def test_renormalising_the_recomputed_stepwise_scores_is_nan_for_the_first_token():

@@ -118,6 +118,7 @@ def tiled_attention(
     offset = num_keys - num_queries  # query i sits at position offset + i
     queries = queries / keys.shape[-1] ** 0.5  # scale once, not once per tile
     context = queries.new_empty(*queries.shape[:-1], values.shape[-1])  # (..., num_queries, d_v)
+    device = queries.device  # causal masks are built there, beside the scores they hide
     for q_start in range(0, num_queries, block_size):
         q_end = min(q_start + block_size, num_queries)
         q_block = queries[..., q_start:q_end, :]  # (..., block_q, head_dim)
@@ -129,8 +130,8 @@ def tiled_attention(
             k_end = min(k_start + block_size, num_keys)
             mask = None
             if causal and k_end > offset + q_start + 1:  # the tile reaches past some query
-                rows = offset + torch.arange(q_start, q_end)[:, None]  # positions of the queries
-                mask = torch.arange(k_start, k_end)[None, :] > rows  # (block_q, block_k)
+                rows = offset + torch.arange(q_start, q_end, device=device)[:, None]  # queries
+                mask = torch.arange(k_start, k_end, device=device)[None, :] > rows  # (bq, bk)
             m, s, acc = attention_tile(
                 q_block, keys[..., k_start:k_end, :], values[..., k_start:k_end, :], m, s, acc, mask
             )

@@ -178,3 +178,12 @@ def test_first_tile_from_minus_inf_needs_a_visible_key():
     m1, s1, acc1 = attention_tile(q, k, v, m, s, acc, mask)
     assert m1[0].item() == -torch.inf and s1[0].isnan().all() and acc1[0].isnan().all()
     assert torch.isfinite(s1[1]).all() and torch.allclose(acc1[1] / s1[1], v[0])
+
+
+@pytest.mark.parametrize("num_queries", [10, 23])
+def test_causal_masks_are_built_on_the_inputs_device(num_queries):
+    """The causal mask must sit on the scores' device: on "meta" a CPU mask raises."""
+    q = torch.empty(2, num_queries, 8, device="meta")
+    kv = torch.empty(2, 23, 8, device="meta")
+    out = tiled_attention(q, kv, kv, causal=True, block_size=4)
+    assert out.device.type == "meta" and out.shape == (2, num_queries, 8)

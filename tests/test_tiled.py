@@ -187,3 +187,31 @@ def test_causal_masks_are_built_on_the_inputs_device(num_queries):
     kv = torch.empty(2, 23, 8, device="meta")
     out = tiled_attention(q, kv, kv, causal=True, block_size=4)
     assert out.device.type == "meta" and out.shape == (2, num_queries, 8)
+
+
+@pytest.mark.parametrize(
+    ("num_queries", "num_keys", "block_size", "want"),
+    [
+        (10, 13, 4, [1, 1, 1]),  # offset 3: key block 0 holds position 3 yet needs no mask
+        (10, 23, 4, [2, 2, 1]),  # offset 13: the last query block is partial
+        (23, 23, 1, [0] * 23),  # one query per block: no tile ever holds a later key
+    ],
+)
+def test_masked_tiles_per_query_block(monkeypatch, num_queries, num_keys, block_size, want):
+    """A tile is masked when it holds a key later than its query block's FIRST query."""
+    import attn_course.tiled as tiled
+
+    counts = []
+
+    def counting_tile(queries, keys, values, m, s, acc, mask=None):
+        if torch.isneginf(m).all():  # m = -inf: the first tile of a new query block
+            counts.append(0)
+        counts[-1] += mask is not None
+        return attention_tile(queries, keys, values, m, s, acc, mask)
+
+    monkeypatch.setattr(tiled, "attention_tile", counting_tile)
+    q, k, v = torch.randn(num_queries, 8), torch.randn(num_keys, 8), torch.randn(num_keys, 8)
+    got = tiled.tiled_attention(q, k, v, causal=True, block_size=block_size)
+    assert counts == want
+    want_out = scaled_dot_product_attention(q, k, v, mask=causal_mask(num_keys)[-num_queries:])
+    torch.testing.assert_close(got, want_out[0], rtol=1e-5, atol=1e-6)

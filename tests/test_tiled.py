@@ -215,3 +215,31 @@ def test_masked_tiles_per_query_block(monkeypatch, num_queries, num_keys, block_
     assert counts == want
     want_out = scaled_dot_product_attention(q, k, v, mask=causal_mask(num_keys)[-num_queries:])
     torch.testing.assert_close(got, want_out[0], rtol=1e-5, atol=1e-6)
+
+
+def test_traffic_counter_factories_and_overwrites():
+    """new_* factories read nothing (new_empty writes nothing); copy_ does not read its target."""
+    q, k, v = (torch.randn(2, 8, 4) for _ in range(3))
+    x = torch.randn(4, 8, 16)  # 2 KiB, not one of q, k, v
+    nbytes = x.numel() * x.element_size()
+    with TrafficCounter(q, k, v) as counter:
+        _ = x.new_empty(x.shape)
+    assert sum(counter.bytes.values()) == 0
+    for make in (lambda: x.new_zeros(x.shape), lambda: x.new_full(x.shape, 3.0)):
+        with TrafficCounter(q, k, v) as counter:
+            y = make()
+        assert counter.bytes["other"] == nbytes  # the output written, the template not read
+        assert y.shape == x.shape
+    with TrafficCounter(q, k, v) as counter:
+        q.new_zeros(2, 8, 4)  # q only lends its dtype and device
+    assert counter.bytes == {"(n, n) tensors": 0, "reads of Q, K, V": 0, "other": 256}
+    target = torch.zeros(4, 8, 16)
+    with TrafficCounter(q, k, v) as counter:
+        target[...] = x  # aten.copy_: reads x, writes target once
+    assert counter.bytes["other"] == 2 * nbytes
+    with TrafficCounter(q, k, v) as counter:
+        target[:2] = x[:2]  # into a slice: half the bytes each way
+    assert counter.bytes["other"] == nbytes
+    with TrafficCounter(q, k, v) as counter:
+        target.fill_(1.0)
+    assert counter.bytes["other"] == nbytes

@@ -118,6 +118,7 @@ def tiled_attention(
     offset = num_keys - num_queries  # query i sits at position offset + i
     queries = queries / keys.shape[-1] ** 0.5  # scale once, not once per tile
     context = queries.new_empty(*queries.shape[:-1], values.shape[-1])  # (..., num_queries, d_v)
+    device = queries.device  # causal masks are built there, beside the scores they hide
     for q_start in range(0, num_queries, block_size):
         q_end = min(q_start + block_size, num_queries)
         q_block = queries[..., q_start:q_end, :]  # (..., block_q, head_dim)
@@ -129,8 +130,8 @@ def tiled_attention(
             k_end = min(k_start + block_size, num_keys)
             mask = None
             if causal and k_end > offset + q_start + 1:  # the tile reaches past some query
-                rows = offset + torch.arange(q_start, q_end)[:, None]  # positions of the queries
-                mask = torch.arange(k_start, k_end)[None, :] > rows  # (block_q, block_k)
+                rows = offset + torch.arange(q_start, q_end, device=device)[:, None]  # queries
+                mask = torch.arange(k_start, k_end, device=device)[None, :] > rows  # (bq, bk)
             m, s, acc = attention_tile(
                 q_block, keys[..., k_start:k_end, :], values[..., k_start:k_end, :], m, s, acc, mask
             )
@@ -199,10 +200,26 @@ class TrafficCounter(TorchDispatchMode):
     """Bytes read and written by the ATen operators dispatched in the ``with`` block, by kind.
 
     Each operator that computes is counted as reading its input tensors and writing its
-    outputs; one that only makes a view (``moves_no_data``) moves nothing. A tensor whose last
+    outputs; one that only makes a view (``moves_no_data``) moves nothing. Three exceptions:
+    a factory such as ``new_zeros`` or ``empty_like`` takes a tensor only for its dtype and
+    device and reads nothing (``new_empty`` and ``empty_like`` write nothing either: their
+    memory is left uninitialised); ``copy_``, ``fill_`` and ``zero_`` overwrite their first
+    argument without reading it. An in-place operator that computes (``mul_``) reads and
+    writes its tensor, once each. A tensor whose last
     two dims are ``(n, n)`` counts as "(n, n) tensors", one on the memory of ``q``, ``k`` or
     ``v`` as "reads of Q, K, V", every other one as "other".
     """
+
+    aten = torch.ops.aten
+    # Factories that take a tensor for its dtype and device only: they read nothing.
+    NO_READ = {
+        aten.new_empty, aten.new_empty_strided, aten.new_zeros, aten.new_ones, aten.new_full,
+        aten.empty_like, aten.zeros_like, aten.ones_like, aten.full_like,
+    }  # fmt: skip
+    # Factories whose memory is left uninitialised: they write nothing either.
+    NO_WRITE = {aten.new_empty, aten.new_empty_strided, aten.empty_like, aten.empty}
+    # In-place operators that overwrite their first argument without reading it.
+    OVERWRITE = {aten.copy_, aten.fill_, aten.zero_}
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         super().__init__()
@@ -215,7 +232,15 @@ class TrafficCounter(TorchDispatchMode):
         out = func(*args, **kwargs)
         if moves_no_data(func, args, kwargs, out):
             return out  # a view: no data moves
-        for t in tree_leaves((args, kwargs, out)):
+        packet = func.overloadpacket
+        if packet in self.NO_READ:
+            reads = []
+        elif packet in self.OVERWRITE:
+            reads = tree_leaves((args[1:], kwargs))  # the source, not the destination
+        else:
+            reads = tree_leaves((args, kwargs))
+        writes = [] if packet in self.NO_WRITE else tree_leaves(out)
+        for t in reads + writes:
             if isinstance(t, torch.Tensor):
                 if t.shape[-2:] == (self.n, self.n):
                     kind = "(n, n) tensors"

@@ -1942,7 +1942,9 @@ CLAIMS = [
         r"= (\d+) of the \d+ tiles at n = 1024",
     ),
     ("10_tiled_attention", "about 29 calls each", "29", 0, r"n = 1024: (\d+) calls per tile"),
-    ("10_tiled_attention", "tile is 256 KiB, small enough", "256", 0, r"tile: (\d+) KiB"),
+    ("10_tiled_attention", "from 108 calls at 256 tokens", "108", 0, r"(\d+) at n = 256,"),
+    ("10_tiled_attention", "to 3762 at 2,048", "3762", 0, r"(\d+) at n = 2048\n"),
+    ("10_tiled_attention", "a tile is 256 KiB, and the few", "256", 0, r"tile: (\d+) KiB"),
     (
         "08_trained_attention",
         "accuracy collapses to 2.0%",

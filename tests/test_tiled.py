@@ -178,3 +178,68 @@ def test_first_tile_from_minus_inf_needs_a_visible_key():
     m1, s1, acc1 = attention_tile(q, k, v, m, s, acc, mask)
     assert m1[0].item() == -torch.inf and s1[0].isnan().all() and acc1[0].isnan().all()
     assert torch.isfinite(s1[1]).all() and torch.allclose(acc1[1] / s1[1], v[0])
+
+
+@pytest.mark.parametrize("num_queries", [10, 23])
+def test_causal_masks_are_built_on_the_inputs_device(num_queries):
+    """The causal mask must sit on the scores' device: on "meta" a CPU mask raises."""
+    q = torch.empty(2, num_queries, 8, device="meta")
+    kv = torch.empty(2, 23, 8, device="meta")
+    out = tiled_attention(q, kv, kv, causal=True, block_size=4)
+    assert out.device.type == "meta" and out.shape == (2, num_queries, 8)
+
+
+@pytest.mark.parametrize(
+    ("num_queries", "num_keys", "block_size", "want"),
+    [
+        (10, 13, 4, [1, 1, 1]),  # offset 3: key block 0 holds position 3 yet needs no mask
+        (10, 23, 4, [2, 2, 1]),  # offset 13: the last query block is partial
+        (23, 23, 1, [0] * 23),  # one query per block: no tile ever holds a later key
+    ],
+)
+def test_masked_tiles_per_query_block(monkeypatch, num_queries, num_keys, block_size, want):
+    """A tile is masked when it holds a key later than its query block's FIRST query."""
+    import attn_course.tiled as tiled
+
+    counts = []
+
+    def counting_tile(queries, keys, values, m, s, acc, mask=None):
+        if torch.isneginf(m).all():  # m = -inf: the first tile of a new query block
+            counts.append(0)
+        counts[-1] += mask is not None
+        return attention_tile(queries, keys, values, m, s, acc, mask)
+
+    monkeypatch.setattr(tiled, "attention_tile", counting_tile)
+    q, k, v = torch.randn(num_queries, 8), torch.randn(num_keys, 8), torch.randn(num_keys, 8)
+    got = tiled.tiled_attention(q, k, v, causal=True, block_size=block_size)
+    assert counts == want
+    want_out = scaled_dot_product_attention(q, k, v, mask=causal_mask(num_keys)[-num_queries:])
+    torch.testing.assert_close(got, want_out[0], rtol=1e-5, atol=1e-6)
+
+
+def test_traffic_counter_factories_and_overwrites():
+    """new_* factories read nothing (new_empty writes nothing); copy_ does not read its target."""
+    q, k, v = (torch.randn(2, 8, 4) for _ in range(3))
+    x = torch.randn(4, 8, 16)  # 2 KiB, not one of q, k, v
+    nbytes = x.numel() * x.element_size()
+    with TrafficCounter(q, k, v) as counter:
+        _ = x.new_empty(x.shape)
+    assert sum(counter.bytes.values()) == 0
+    for make in (lambda: x.new_zeros(x.shape), lambda: x.new_full(x.shape, 3.0)):
+        with TrafficCounter(q, k, v) as counter:
+            y = make()
+        assert counter.bytes["other"] == nbytes  # the output written, the template not read
+        assert y.shape == x.shape
+    with TrafficCounter(q, k, v) as counter:
+        q.new_zeros(2, 8, 4)  # q only lends its dtype and device
+    assert counter.bytes == {"(n, n) tensors": 0, "reads of Q, K, V": 0, "other": 256}
+    target = torch.zeros(4, 8, 16)
+    with TrafficCounter(q, k, v) as counter:
+        target[...] = x  # aten.copy_: reads x, writes target once
+    assert counter.bytes["other"] == 2 * nbytes
+    with TrafficCounter(q, k, v) as counter:
+        target[:2] = x[:2]  # into a slice: half the bytes each way
+    assert counter.bytes["other"] == nbytes
+    with TrafficCounter(q, k, v) as counter:
+        target.fill_(1.0)
+    assert counter.bytes["other"] == nbytes

@@ -33,6 +33,7 @@ __all__ = [
     "best_heads",
     "offset_profile",
     "NAMED_AT",
+    "ABOVE_BASELINE",
     "head_name",
 ]
 
@@ -233,15 +234,33 @@ def offset_profile(attn_weights: torch.Tensor, max_offset: int) -> torch.Tensor:
 
 
 NAMED_AT = 0.5  # a head is named by a pattern only when more than half its weight goes there
+ABOVE_BASELINE = 0.05  # an unnamed head's best pattern must beat the baseline by this much
 
 
-def head_name(scores: dict[str, float], threshold: float = NAMED_AT) -> str:
-    """``"previous character 0.98"`` for a head whose best score reaches ``threshold``, else
-    ``"unnamed (best word start 0.21)"``: a low best score names no pattern. NaN scores
-    (a text without that pattern's targets) are skipped."""
+def head_name(
+    scores: dict[str, float],
+    threshold: float = NAMED_AT,
+    *,
+    baseline: dict[str, float] | None = None,
+    margin: float = ABOVE_BASELINE,
+) -> str:
+    """Name a head by its scores: ``"previous character 0.98"`` when its best score reaches
+    ``threshold``, else ``"unnamed (best word start 0.21)"``, else, when no score stands
+    ``margin`` or more above ``baseline``, ``"unnamed (no score 0.05 above uniform)"``.
+
+    The best pattern is the one whose score stands furthest above ``baseline`` (the same
+    scores for a head that spreads its weight evenly; a pattern missing from it counts 0):
+    an even spread already gives a speaker's several letters 0.17. NaN scores (a text
+    without that pattern's targets) are skipped."""
     known = {name: value for name, value in scores.items() if value == value}
     if not known:
         raise ValueError("every score is NaN: the text has no target for any pattern.")
-    name = max(known, key=lambda n: known[n])
+    base = baseline or {}
+    excess = {name: value - base.get(name, 0.0) for name, value in known.items()}
+    name = max(excess, key=lambda n: excess[n])
     label = f"{name} {known[name]:.2f}"
-    return label if known[name] >= threshold else f"unnamed (best {label})"
+    if known[name] >= threshold:
+        return label
+    if excess[name] < margin:
+        return f"unnamed (no score {margin:.2f} above uniform)"
+    return f"unnamed (best {label})"

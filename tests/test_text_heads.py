@@ -153,3 +153,18 @@ def test_a_head_is_named_only_when_its_best_score_reaches_the_threshold():
     assert th.head_name(low, threshold=0.2) == "word start 0.21"
     with pytest.raises(ValueError, match="NaN"):
         th.head_name({"speaker name": math.nan})
+
+
+def test_an_unnamed_heads_best_pattern_is_the_one_furthest_above_the_baseline():
+    # L3 H0 of lecture 11: its highest raw score is the speaker name, which an even spread
+    # reaches just as well; measured against the baseline, the first token stands out
+    scores = {"previous character": 0.04, "speaker name": 0.17, "first token": 0.10}
+    uniform = {"previous character": 0.03, "speaker name": 0.17, "first token": 0.03}
+    assert th.head_name(scores) == "unnamed (best speaker name 0.17)"
+    assert th.head_name(scores, baseline=uniform) == "unnamed (best first token 0.10)"
+    flat = {**scores, "first token": 0.06}  # nothing 0.05 above the baseline
+    assert th.head_name(flat, baseline=uniform) == "unnamed (no score 0.05 above uniform)"
+    assert th.head_name(flat, baseline=uniform, margin=0.02) == "unnamed (best first token 0.06)"
+    # a named head keeps its name: the threshold applies to the score itself
+    named = {"previous character": 0.98, "speaker name": 0.17}
+    assert th.head_name(named, baseline=uniform) == "previous character 0.98"

@@ -19,6 +19,7 @@ import math
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
@@ -44,6 +45,7 @@ __all__ = [
     "train_lm",
     "evaluate_text",
     "held_out_loss",
+    "unigram_loss",
     "RepeatTest",
     "repeat_test",
     "held_out_passages",
@@ -373,6 +375,22 @@ def evaluate_text(model: GPTModel, text: str, batch_size: int = 64) -> float:
 def held_out_loss(model: GPTModel, num_chars: int | None = None) -> float:
     """``evaluate_text`` on the held-out plays (or their first ``num_chars`` characters)."""
     return evaluate_text(model, load_corpus().held_out_text[:num_chars])
+
+
+def unigram_loss(text: str, reference: str) -> float:
+    """Mean nats per character of ``text`` predicted without any context, each character by
+    its frequency in ``reference`` (a character-unigram model): the baseline a model that
+    reads its context has to beat. Scores ``text[1:]``, the characters ``evaluate_text``
+    scores."""
+    counts = Counter(reference)
+    unseen = sorted(set(text[1:]) - counts.keys())
+    if len(text) < 2 or unseen:
+        raise ValueError(
+            f"the text needs at least 2 characters, each of them (after the first) in the "
+            f"reference; not in it: {unseen}."
+        )
+    total = len(reference)
+    return -sum(math.log(counts[c] / total) for c in text[1:]) / (len(text) - 1)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,15 @@ from .blocks import BlockConfig, LayerNorm, TransformerBlock
 from .gqa import GroupedQueryAttention, repeat_kv, validate_kv_groups
 from .sampling import sample_next, validate_sampling
 
-__all__ = ["GPTConfig", "GPTModel", "KVCache", "attend_cached", "generate", "beam_search"]
+__all__ = [
+    "GPTConfig",
+    "GPTModel",
+    "KVCache",
+    "attend_cached",
+    "generate",
+    "positions_processed",
+    "beam_search",
+]
 
 
 @dataclass(frozen=True)
@@ -243,6 +251,36 @@ def generate(
             new_input = idx[:, start:]
         steps.append(logits)
     return idx, torch.stack(steps, dim=1)
+
+
+def positions_processed(
+    num_prompt: int, max_new_tokens: int, context_length: int, use_cache: bool = True
+) -> int:
+    """How many token positions ``generate`` feeds through the model, summed over its steps.
+
+    The window rule is ``generate``'s: a prompt longer than ``context_length`` is cut from the
+    left, and when the window is full it restarts on its last ``context_length // 2`` tokens.
+    Without a cache every step feeds the whole window; with one, the first step (and the first
+    after each restart) feeds the window and every other step only the newest token. A
+    ``context_length`` of at least ``num_prompt + max_new_tokens`` never restarts: unlimited
+    context.
+    """
+    if num_prompt < 1 or max_new_tokens < 1 or context_length < 2:
+        raise ValueError(
+            f"num_prompt={num_prompt} and max_new_tokens={max_new_tokens} must be at least 1 "
+            f"and context_length={context_length} at least 2."
+        )
+    length = num_prompt  # tokens so far
+    start = max(0, length - context_length)  # the window is tokens start .. length - 1
+    fed = length - start  # what the next cached step feeds: the window, then one token
+    total = 0
+    for _ in range(max_new_tokens):
+        total += fed if use_cache else length - start
+        length, fed = length + 1, 1  # the new token is appended
+        if length - start > context_length:  # the window is full: restart on its last half
+            start = length - context_length // 2
+            fed = length - start  # a fresh cache: the whole new window goes in
+    return total
 
 
 @torch.no_grad()

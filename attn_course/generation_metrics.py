@@ -8,6 +8,8 @@
   pairs are repeats (``loops``: distinct-2 below ``LOOP_DISTINCT_2`` = 0.5). Texts loop or
   they do not, so a strategy's distinct-2 has two clusters, and a mean ± std alone hides which
   it is.
+- ``fisher_exact``: could two loop counts (``hits_a`` of ``n_a`` texts, ``hits_b`` of ``n_b``)
+  come from strategies that loop equally often? The two-sided p-value of Fisher's exact test.
 - **loss**: the mean negative log-likelihood, in nats per token, of the generated tokens under
   the model's own (temperature 1) distribution: how likely the model finds its text. Greedy
   text is the most likely and random draws the least, so a low loss alone is no praise.
@@ -34,6 +36,7 @@ __all__ = [
     "LOOP_DISTINCT_2",
     "StrategyScores",
     "mean_and_std",
+    "fisher_exact",
     "compare_strategies",
     "format_scores",
     "STRATEGIES",
@@ -119,6 +122,27 @@ def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
     if len(values) < 2:
         return mean, 0.0
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def fisher_exact(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:
+    """Two-sided p-value of Fisher's exact test for ``hits_a`` of ``n_a`` against ``hits_b`` of
+    ``n_b``: if both groups had the same rate, the chance of a split of the ``hits_a + hits_b``
+    hits at most as likely as the observed one (hypergeometric probabilities, summed)."""
+    if not (0 <= hits_a <= n_a and 0 <= hits_b <= n_b and n_a >= 1 and n_b >= 1):
+        raise ValueError(
+            f"counts must satisfy 0 <= hits <= n and n >= 1: got {hits_a} of {n_a} and "
+            f"{hits_b} of {n_b}."
+        )
+    hits, total = hits_a + hits_b, n_a + n_b
+
+    def probability(k: int) -> float:  # k of the hits in group a
+        return math.comb(n_a, k) * math.comb(n_b, hits - k) / math.comb(total, hits)
+
+    observed = probability(hits_a)
+    splits = range(max(0, hits - n_b), min(hits, n_a) + 1)
+    # relative tolerance: splits as likely as the observed one must not be lost to rounding
+    as_extreme = [q for k in splits if (q := probability(k)) <= observed * (1 + 1e-9)]
+    return min(1.0, sum(as_extreme))
 
 
 def compare_strategies(

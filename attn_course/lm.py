@@ -21,6 +21,7 @@ import math
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
@@ -46,6 +47,7 @@ __all__ = [
     "train_lm",
     "evaluate_text",
     "held_out_loss",
+    "unigram_loss",
     "RepeatTest",
     "repeat_test",
     "held_out_passages",
@@ -390,13 +392,30 @@ def evaluate_text(model: GPTModel, text: str, batch_size: int = 64) -> float:
     total = 0.0
     for batch in batches:
         logits = model(batch[:, :-1])  # (windows, num_tokens, vocab_size)
-        total += F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum")
-    return float(total) / (len(ids) - 1)
+        losses = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum")
+        total += losses.item()
+    return total / (len(ids) - 1)
 
 
 def held_out_loss(model: GPTModel, num_chars: int | None = None) -> float:
     """``evaluate_text`` on the held-out plays (or their first ``num_chars`` characters)."""
     return evaluate_text(model, load_corpus().held_out_text[:num_chars])
+
+
+def unigram_loss(text: str, reference: str) -> float:
+    """Mean nats per character of ``text`` predicted without any context, each character by
+    its frequency in ``reference`` (a character-unigram model): the baseline a model that
+    reads its context has to beat. Scores ``text[1:]``, the characters ``evaluate_text``
+    scores."""
+    counts = Counter(reference)
+    unseen = sorted(set(text[1:]) - counts.keys())
+    if len(text) < 2 or unseen:
+        raise ValueError(
+            f"the text needs at least 2 characters, each of them (after the first) in the "
+            f"reference; not in it: {unseen}."
+        )
+    total = len(reference)
+    return -sum(math.log(counts[c] / total) for c in text[1:]) / (len(text) - 1)
 
 
 @dataclass(frozen=True)

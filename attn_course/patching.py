@@ -57,6 +57,7 @@ def path_patched(att: nn.Module, path: str, source: torch.Tensor) -> Iterator[nn
     if path not in PATHS:
         raise ValueError(f"path={path!r} must be one of {PATHS}.")
     linear = att.W_query if path == "queries" else att.W_key
+    assert isinstance(linear, nn.Linear)  # an attention module's projection
 
     def hook(module: nn.Linear, inputs: tuple[torch.Tensor, ...], output: torch.Tensor):
         if inputs[0].shape != source.shape:

@@ -24,7 +24,9 @@ after it. ``sample_next`` makes the draw itself exact: it rounds each probabilit
 on every machine and in every order, unlike a float cumulative sum or ``torch.multinomial``,
 whose algorithm is free to change. What remains is the model: a token flips only if a
 last-bit change of a probability moves a share AND the drawn integer is the one that moved,
-a chance about the size of the change (1e-6 of a float32 probability) per token.
+or moves a token across the top-k or top-p cut (a tie at the k-th logit; a token whose more
+likely tokens hold almost exactly ``p``, compared in float32): each a chance about the size of
+the change (1e-6 of a float32 probability) per token.
 Rounding costs little: a token with probability below ``0.5 · 10**-decimals`` is never drawn.
 """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from attn_course.generation import (
     attend_cached,
     beam_search,
     generate,
+    positions_processed,
 )
 from attn_course.gqa import (
     PUBLISHED_CONFIGS,
@@ -45,6 +47,39 @@ def test_cached_generation_equals_uncached(num_kv_groups):
     assert torch.equal(tokens[:, :5], prompt)
     assert torch.equal(tokens, tokens_ref)
     torch.testing.assert_close(logits, logits_ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("context_length", [16, 15])
+@pytest.mark.parametrize(("num_prompt", "new"), [(3, 1), (5, 13), (5, 40), (20, 9), (16, 2)])
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_positions_processed_counts_what_generate_feeds_the_model(
+    context_length, num_prompt, new, use_cache
+):
+    # the real loop, restarts and a prompt longer than the context included: a hook counts the
+    # positions of every forward call
+    torch.manual_seed(0)
+    gpt = GPTModel(GPTConfig.from_block(replace(CFG, context_length=context_length), VOCAB))
+    fed = []
+    gpt.register_forward_pre_hook(lambda module, args: fed.append(args[0].shape[1]))
+    prompt = torch.randint(0, VOCAB, (1, num_prompt), generator=torch.Generator().manual_seed(5))
+    generate(gpt.eval(), prompt, new, use_cache)
+    assert len(fed) == new
+    assert positions_processed(num_prompt, new, context_length, use_cache) == sum(fed)
+
+
+def test_positions_processed_with_unlimited_context_and_past_it():
+    # no restart: the uncached loop feeds P + (P + 1) + ... + (P + N - 1), the cached P + N - 1
+    for num_prompt, new in [(8, 16), (8, 512), (1, 1)]:
+        unlimited = num_prompt + new
+        uncached = positions_processed(num_prompt, new, unlimited, use_cache=False)
+        assert uncached == sum(num_prompt + step for step in range(new))
+        assert positions_processed(num_prompt, new, unlimited) == num_prompt + new - 1
+    # context 8, prompt 2, 10 new tokens: windows of 2..8 positions, a restart on the last 4
+    # after the 7th token (9 tokens), then 4..8 again; the cache refills 4 at the restart
+    assert positions_processed(2, 10, 8, use_cache=False) == sum(range(2, 9)) + 4 + 5 + 6
+    assert positions_processed(2, 10, 8) == 2 + 6 + 4 + 2
+    with pytest.raises(ValueError, match="max_new_tokens=0"):
+        positions_processed(8, 0, 128)
 
 
 def test_chunked_prefill_gives_the_logits_of_one_pass():

@@ -12,6 +12,7 @@ from attn_course.generation import GPTConfig, GPTModel, generate
 from attn_course.generation_metrics import (
     compare_strategies,
     distinct_n,
+    fisher_exact,
     format_scores,
     generated_loss,
     loops,
@@ -98,6 +99,24 @@ def test_mean_and_std_is_the_sample_standard_deviation():
     mean, std = mean_and_std([1.0, 2.0, 3.0, 6.0])
     assert mean == 3.0 and std == pytest.approx(math.sqrt((4 + 1 + 0 + 9) / 3))
     assert mean_and_std([0.7]) == (0.7, 0.0)
+
+
+def test_fisher_exact_two_sided_p_values():
+    # Fisher's tea-tasting table: 3 of 4 against 1 of 4, p = 34/70
+    assert fisher_exact(3, 4, 1, 4) == pytest.approx(34 / 70)
+    # 5 of 16 against 0 of 16: the observed split and its mirror, 2 * C(16, 5) / C(32, 5)
+    assert fisher_exact(5, 16, 0, 16) == pytest.approx(2 * math.comb(16, 5) / math.comb(32, 5))
+    # loop counts of 32 texts each (values of an independent review): 6 vs 1, 4 vs 1, 6 vs 4
+    assert [round(fisher_exact(a, 32, b, 32), 2) for a, b in [(6, 1), (4, 1), (6, 4)]] == [
+        0.10,
+        0.35,
+        0.73,
+    ]
+    assert fisher_exact(4, 16, 4, 16) == 1.0 and fisher_exact(0, 8, 0, 8) == 1.0
+    assert fisher_exact(1, 4, 3, 4) == fisher_exact(3, 4, 1, 4)  # which group is a: no matter
+    assert fisher_exact(10, 10, 0, 10) < 1e-4  # all against none
+    with pytest.raises(ValueError, match="5 of 4"):
+        fisher_exact(5, 4, 1, 4)
 
 
 def test_spread_loops_and_seeds_side_by_side():

@@ -31,6 +31,7 @@ from attn_course.lm import (
     tokenizer,
     train_lm,
     training_words,
+    unigram_loss,
 )
 from attn_course.tokenizer import CharTokenizer
 
@@ -215,6 +216,19 @@ def test_evaluate_text_is_the_mean_cross_entropy_per_character():
         evaluate_text(model, "Café")
     with pytest.raises(ValueError, match="at least 2 characters"):
         evaluate_text(model, "A")
+
+
+def test_unigram_loss_predicts_each_character_by_its_reference_frequency():
+    # reference "aab": p(a) = 2/3, p(b) = 1/3; "abab" scores its last three characters, b a b
+    expected = -(2 * math.log(1 / 3) + math.log(2 / 3)) / 3
+    assert unigram_loss("abab", "aab") == pytest.approx(expected)
+    assert unigram_loss("baaa", "aab") == pytest.approx(-math.log(2 / 3))  # the first unscored
+    # no context: the order of the scored characters does not matter
+    assert unigram_loss("xbbaa", "aab") == pytest.approx(unigram_loss("yabab", "aab"))
+    with pytest.raises(ValueError, match=r"\['c'\]"):
+        unigram_loss("acb", "aab")
+    with pytest.raises(ValueError, match="at least 2 characters"):
+        unigram_loss("a", "aab")
 
 
 def test_repeat_windows_repeat_a_passage_of_the_text_and_the_rest_are_plain():

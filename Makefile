@@ -115,6 +115,7 @@ bench: $(READY)
 	$(BIN)/python benchmarks/bench_tiled.py
 	$(BIN)/python benchmarks/bench_model_explorer.py
 	$(BIN)/python benchmarks/bench_training.py
+	$(BIN)/python benchmarks/bench_suite.py
 
 ## clean: delete the virtual environment and caches
 clean:

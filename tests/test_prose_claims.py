@@ -1419,6 +1419,47 @@ CLAIMS = [
     ),
     ("05_transformer_blocks", "(rounded to -998,244,352)", "-998244352", 0, r"bfloat16: (-[\d.]+)"),
     ("05_transformer_blocks", "(-65,504 in float16)", "-65504", 0, r"min = (-[\d.]+)\)"),
+    # 05: an additive finfo.min mask overflows
+    ("05_transformer_blocks", "any score of -16 or less", "-16", 0, r"min \+ \((-\d+)\) = -inf"),
+    (
+        "05_transformer_blocks",
+        "spacing near 65,504 is 32",
+        "32",
+        0,
+        r"spacing near 65504: ([\d.]+)",
+    ),
+    ("05_transformer_blocks", "spacing near 65,504 is 32", "65504", 0, r"spacing near (\d+):"),
+    ("05_transformer_blocks", "and -65,520, halfway", "-65520", 0, r"(-65520) in float16: -inf"),
+    # 05 §6, RoPE: +3 and -3 differ for a random pair, agree for k = q
+    (
+        "05_transformer_blocks",
+        "key score 1.665 at +3",
+        "1.665",
+        3,
+        r"random key : score at offset \+3 (\S+) ",
+    ),
+    (
+        "05_transformer_blocks",
+        "at 12, 9 alike",
+        "1.665",
+        3,
+        r"random key : .*\(positions 12, 9: (\S+)\)",
+    ),
+    ("05_transformer_blocks", "and 1.975 at −3", "1.975", 3, r"random key : .* at -3 (\S+);"),
+    (
+        "05_transformer_blocks",
+        "both offsets give 2.419",
+        "2.419",
+        3,
+        r"key = query: score at offset \+3 (\S+) ",
+    ),
+    (
+        "05_transformer_blocks",
+        "both offsets give 2.419",
+        "2.419",
+        3,
+        r"key = query: .* at -3 (\S+); equal: True",
+    ),
     ("05_transformer_blocks", "between 0.05 and 0.89", "0.05", 2, r"entries from ([\d.]+) to"),
     (
         "05_transformer_blocks",

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from support import assert_causal
 from torch import nn
 
-from attn_course.attention import MultiHeadAttention, padding_mask
+from attn_course.attention import MultiHeadAttention, causal_mask, padding_mask
 from attn_course.blocks import (
     GELU,
     GPT2_CONFIGS,
@@ -114,6 +114,50 @@ def test_cross_attention_of_one_sequence_with_itself_is_self_attention():
     x = torch.randn(2, 4, 6)
     want, _ = torch_copy(ours)(x, x, x, need_weights=False)
     torch.testing.assert_close(ours(x, x, x)[0], want, atol=1e-6, rtol=1e-5)
+
+
+def _moved(before: torch.Tensor, after: torch.Tensor) -> list[int]:
+    """The query positions (from 0) whose output changed: (b, T, d_model) each."""
+    return [t for t in range(before.shape[1]) if not torch.allclose(before[:, t], after[:, t])]
+
+
+def test_cross_attention_target_tokens_do_not_meet_and_read_the_whole_source():
+    """05: changing the FIRST target token moves only its own output (causal self-attention over
+    the target, the wrong variant, moves every later one; changing the LAST target token cannot
+    tell them apart), and changing the LAST real source token moves every target token (a
+    causal mask over the memory, the wrong variant, moves none; the first source token cannot
+    tell them apart)."""
+    torch.manual_seed(3)
+    cross = MultiHeadCrossAttention(8, 2, dropout=0.0).eval()
+    memory, target = torch.randn(2, 6, 8), torch.randn(2, 3, 8)
+    source_mask = padding_mask([6, 4], 6)  # (b, 1, 1, S)
+
+    def causal_self(x: torch.Tensor) -> torch.Tensor:
+        return cross(x, x, x, mask=causal_mask(x.shape[1]))[0]
+
+    def with_change(x: torch.Tensor, positions: list[int]) -> torch.Tensor:
+        changed = x.clone()
+        for seq, position in enumerate(positions):
+            changed[seq, position] += 1.0
+        return changed
+
+    out = cross(target, memory, memory, mask=source_mask)[0]
+    first, last = with_change(target, [0, 0]), with_change(target, [2, 2])
+    assert _moved(out, cross(first, memory, memory, mask=source_mask)[0]) == [0]
+    assert _moved(causal_self(target), causal_self(first)) == [0, 1, 2]
+    assert _moved(out, cross(last, memory, memory, mask=source_mask)[0]) == [2]
+    assert _moved(causal_self(target), causal_self(last)) == [2]  # no difference: a weak test
+
+    memory_causal = causal_mask(6)[:3] | source_mask  # (b, 1, T, S): target t sees sources <= t
+    for positions, right, wrong in (([5, 3], [0, 1, 2], []), ([0, 0], [0, 1, 2], [0, 1, 2])):
+        changed = with_change(memory, positions)  # the last real source token, then the first
+        got = [
+            _moved(
+                cross(target, memory, memory, mask=m)[0], cross(target, changed, changed, mask=m)[0]
+            )
+            for m in (source_mask, memory_causal)
+        ]
+        assert got == [right, wrong]
 
 
 # --- the post-LN encoder layer ---------------------------------------------------------------

@@ -122,3 +122,28 @@ def test_rope_score_depends_on_the_signed_offset_not_the_distance():
     assert score(5, 2) == pytest.approx(score(10, 7), abs=1e-5)  # offset +3 anywhere
     assert score(2, 5) == pytest.approx(score(7, 10), abs=1e-5)  # offset -3 anywhere
     assert abs(score(5, 2) - score(2, 5)) > 0.1  # +3 and -3: another score
+
+
+def test_rope_pair_contributes_cos_of_its_angle_plus_offset_so_parallel_pairs_score_evenly():
+    """05: pair i contributes |q_i||k_i| cos(phi_i + (m - n) theta_i), phi_i the angle from the
+    key's pair to the query's (the reverse angle gives another score); a key parallel to the
+    query (k = q, k = 2.5 q) scores the same at +3 and -3, a random key does not."""
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 8, dtype=torch.float64, generator=generator)
+    theta = rope_angles(2, 8)[1].double()  # (4,): the turn per position of each pair
+
+    def score(query: torch.Tensor, key: torch.Tensor, m: int, n: int) -> float:
+        return (apply_rope(query[None], start=m) @ apply_rope(key[None], start=n).T).item()
+
+    def formula(offset: int, key_to_query: bool = True) -> float:
+        q_angle, k_angle = torch.atan2(q[1::2], q[0::2]), torch.atan2(k[1::2], k[0::2])
+        phi = q_angle - k_angle if key_to_query else k_angle - q_angle
+        lengths = q.view(4, 2).norm(dim=-1) * k.view(4, 2).norm(dim=-1)
+        return (lengths * torch.cos(phi + offset * theta)).sum().item()
+
+    for m, n in ((5, 2), (2, 5), (9, 9)):
+        assert score(q, k, m, n) == pytest.approx(formula(m - n), abs=1e-5)
+    assert abs(score(q, k, 5, 2) - formula(3, key_to_query=False)) > 0.1  # the reverse angle
+    assert abs(score(q, k, 5, 2) - score(q, k, 2, 5)) > 0.1
+    for parallel in (q, 2.5 * q, -q):
+        assert score(q, parallel, 5, 2) == pytest.approx(score(q, parallel, 2, 5), abs=1e-9)

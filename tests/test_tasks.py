@@ -108,3 +108,16 @@ def test_latest_copy_rule_follows_the_latest_copy():
     tokens = torch.tensor([[5, 1, 5, 2, 5, 7]])
     # 5 at 2 -> after the 5 at 0 comes 1; 5 at 4 -> after the 5 at 2 comes 2 (not 1)
     assert latest_copy_rule(tokens).tolist() == [[5, 1, 1, 2, 2, 7]]
+
+
+def test_induction_scores_every_repeat_position_but_the_last():
+    """08's prose: scored are the repeat's positions whose next token is also in the repeat, so
+    every position of the repeat but its last; the reverse (all but its first) is refused."""
+    batch = induction_batch(64, gen(5), min_len=5, max_len=5)
+    for tokens, scored in zip(batch.tokens.tolist(), batch.scored, strict=True):
+        starts = [  # where a copy of the 5 distinct tokens before begins: the repeat
+            t for t in range(5, len(tokens) - 4)
+            if tokens[t : t + 5] == tokens[t - 5 : t] and len(set(tokens[t : t + 5])) == 5
+        ]  # fmt: skip
+        assert len(starts) == 1, tokens
+        assert scored.nonzero().flatten().tolist() == list(range(starts[0], starts[0] + 4))

@@ -3217,6 +3217,30 @@ def test_bug_zoo_collapse_holds_for_every_seed():
     assert all(r[3] == "True" for r in rows)
 
 
+def test_bug_zoo_checklist_table_says_what_the_summary_says():
+    """07: "Comparing with F.scaled_dot_product_attention ... catches bugs 1 and 2", "a gradient
+    for every parameter (bug 1)", "zero future weights and no future leak (bug 2)", "Rows
+    summing to 1 hold even for bugs 1 and 2": the stored table, row by row and column by
+    column (a swapped bug or check fails)."""
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "Rows summing to 1 hold even for bugs 1 and 2." in prose
+    text = next(c for c in cells if c.get("id") == "07-034").outputs[0]["text"]
+    checks = ["rows sum to 1", "future weights 0", "no future leak", "matches fused"]
+    checks.append("all get grads")
+    failed = {}
+    for line in text.splitlines()[1:]:
+        name, marks = line[:26].strip(), line[26:].split()
+        failed[name] = {c for c, mark in zip(checks, marks, strict=True) if mark == "NO"}
+    assert failed["MultiHeadAttention"] == failed["MultiHeadAttentionWrapper"] == set()
+    assert failed["bug 1: keys swapped"] == {"matches fused", "all get grads"}
+    assert failed["bug 2: mask not applied"] == {
+        "future weights 0",
+        "no future leak",
+        "matches fused",
+    }
+
+
 def test_reshape_orders_in_04_are_the_printed_ones():
     """04, Part 5: the first row that reshape gave the transposed tensor, and memory order."""
     cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells

@@ -1641,17 +1641,175 @@ CLAIMS = [
     ),
     # 06's timing claims are the stored run's (nbval ignores those outputs; a re-run that
     # stores other times must update the prose, these claims and test_attention_cost_timing).
-    ("06_attention_cost", "counted work by 96", "96", 0, r"counted work grows (\d+)x"),
-    ("06_attention_cost", "against\n96-fold work", "96", 0, r"counted work grows (\d+)x"),
     (
         "06_attention_cost",
-        "module's time grew 265-fold",
-        "265",
+        "module's median time grew\n427-fold",
+        "427",
         0,
         r"from 64 to 1024 tokens, this run: x(\d+)",
     ),
-    ("06_attention_cost", "are 2.41 (lecture", "2.41", 2, r"lecture: time slope .* ([\d.]+)"),
-    ("06_attention_cost", "and 2.38 (fused)", "2.38", 2, r"fused: time slope .* ([\d.]+)"),
+    (
+        "06_attention_cost",
+        "427-fold: faster than its total counted work (96-fold)",
+        "96",
+        0,
+        r"counted work grows (\d+)x",
+    ),
+    (
+        "06_attention_cost",
+        "spreads (slowest run\n/ fastest) reach 90",
+        "90",
+        0,
+        r"\n +64 +[\d.]+ ms +[\d.]+ +[\d.]+ ms +([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "fitted over the last three lengths, 1.95 (lecture",
+        "1.95",
+        2,
+        r"lecture: time slope .* ([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "1.95 (lecture 03's module) and 2.98 (fused)",
+        "2.98",
+        2,
+        r"fused: time slope .* ([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
+        "2.5",
+        1,
+        r"lecture: median time per doubling of num_tokens x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
+        "11.4",
+        1,
+        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
+        "5.2",
+        1,
+        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
+        "2.9",
+        1,
+        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
+        "1.4",
+        1,
+        r"fused: median time per doubling of num_tokens x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
+        "2.5",
+        1,
+        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
+        "22.6",
+        1,
+        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
+        "2.8",
+        1,
+        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "both modules (×2.9 and ×2.8)",
+        "2.9",
+        1,
+        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "both modules (×2.9 and ×2.8)",
+        "2.8",
+        1,
+        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "1.7 times at 64 tokens",
+        "1.7",
+        1,
+        r"lecture / fused median time, 64 to 1024 tokens: ([\d.]+)x",
+    ),
+    (
+        "06_attention_cost",
+        "3.2\ntimes at 1,024",
+        "3.2",
+        1,
+        r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){4}([\d.]+)x",
+    ),
+    (
+        "06_attention_cost",
+        "the largest ratio, 13.5, is at 256",
+        "13.5",
+        1,
+        r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){2}([\d.]+)x",
+    ),
+    (
+        "06_attention_cost",
+        "grew from 0.21 ms to 45.99 ms",
+        "0.21",
+        2,
+        r"\n +64 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "grew from 0.21 ms to 45.99 ms",
+        "45.99",
+        2,
+        r"\n +1024 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "and then only ×3.0.",
+        "3.0",
+        1,
+        r"own attention work: per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "on the machine that stored this run, one, so a core had its 2 MiB",
+        "2",
+        0,
+        r"cpu0's L2 cache: ([\d.]+) MiB L2, one CPU's own \(this machine\)",
+    ),
+    (
+        "06_attention_cost",
+        "keeps none (0 of 3 layers in the small model",
+        "0",
+        0,
+        r"cached prefill of 100 tokens: weights kept in (\d+) of 3 layers",
+    ),
+    (
+        "06_attention_cost",
+        "keeps every layer's weights (3 of 3\n  below",
+        "3",
+        0,
+        r"without a cache: weights kept in (\d+) of 3 layers",
+    ),
+    ("06_attention_cost", "counted work by 96", "96", 0, r"counted work grows (\d+)x"),
     (
         "06_attention_cost",
         "(×4.0 per doubling",
@@ -1675,139 +1833,6 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "median time grew ×2.5, ×3.8, ×10.9 and ×2.6",
-        "2.5",
-        1,
-        r"lecture: median time per doubling of num_tokens x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "median time grew ×2.5, ×3.8, ×10.9 and ×2.6",
-        "3.8",
-        1,
-        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "median time grew ×2.5, ×3.8, ×10.9 and ×2.6",
-        "10.9",
-        1,
-        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "median time grew ×2.5, ×3.8, ×10.9 and ×2.6",
-        "2.6",
-        1,
-        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "kernel's ×1.6, ×2.4, ×3.2 and ×8.5",
-        "1.6",
-        1,
-        r"fused: median time per doubling of num_tokens x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "kernel's ×1.6, ×2.4, ×3.2 and ×8.5",
-        "2.4",
-        1,
-        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "kernel's ×1.6, ×2.4, ×3.2 and ×8.5",
-        "3.2",
-        1,
-        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "kernel's ×1.6, ×2.4, ×3.2 and ×8.5",
-        "8.5",
-        1,
-        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "grew 10.9-fold for 3.3 times the counted work (4 times that",
-        "10.9",
-        1,
-        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "grew 10.9-fold for 3.3 times the counted work (4 times that",
-        "3.3",
-        1,
-        r"total counted work: per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "grew 10.9-fold for 3.3 times the counted work (4 times that",
-        "4",
-        0,
-        r"attention products: per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "the next doubling grew only ×2.6, less than the counted work's ×3.6",
-        "2.6",
-        1,
-        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "the next doubling grew only ×2.6, less than the counted work's ×3.6",
-        "3.6",
-        1,
-        r"total counted work: per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "one doubling later (×8.5 from 512",
-        "8.5",
-        1,
-        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "1.6 times at 64 tokens",
-        "1.6",
-        1,
-        r"lecture / fused median time, 64 to 1024 tokens: ([\d.]+)x",
-    ),
-    (
-        "06_attention_cost",
-        "tokens and 4.0\ntimes at 1,024",
-        "4.0",
-        1,
-        r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){4}([\d.]+)x",
-    ),
-    (
-        "06_attention_cost",
-        "the largest ratio, 13.1, is at 512",
-        "13.1",
-        1,
-        r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){3}([\d.]+)x",
-    ),
-    (
-        "06_attention_cost",
-        "up to 11 for the lecture module (at 128",
-        "11",
-        0,
-        r"\n +128 +[\d.]+ ms +([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "8.2 for the fused kernel (at 512)",
-        "8.2",
-        1,
-        r"\n +512 +[\d.]+ ms +[\d.]+ +[\d.]+ ms +([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
         "each is 1 MiB at 256 tokens",
         "1",
         0,
@@ -1820,29 +1845,7 @@ CLAIMS = [
         0,
         r"num_tokens =  512: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
     ),
-    (
-        "06_attention_cost",
-        "own L2 cache (2 MiB on the machine that\n  stored this run",
-        "2",
-        0,
-        r"L2 cache per core: ([\d.]+) MiB \(this machine\)",
-    ),
     ("06_attention_cost", "(0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
-    (
-        "06_attention_cost",
-        "grew from 0.11 ms to 12.08 ms",
-        "0.11",
-        2,
-        r"\n +64 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
-    ),
-    (
-        "06_attention_cost",
-        "grew from 0.11 ms to 12.08 ms",
-        "12.08",
-        2,
-        r"\n +1024 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
-    ),
-    ("06_attention_cost", "spreads reach 11)", "11", 0, r"\n +128 +[\d.]+ ms +([\d.]+)"),
     (
         "06_attention_cost",
         "blocks of 32, 64 or 256 rows",
@@ -1884,20 +1887,6 @@ CLAIMS = [
         "4.0",
         1,
         r"own attention work: per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "and then only ×3.0, far less than its",
-        "3.0",
-        1,
-        r"own attention work: per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "and then only ×3.0, far less than its\n×8.5",
-        "8.5",
-        1,
-        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
     ),
     (
         "06_attention_cost",
@@ -3323,6 +3312,30 @@ def test_bug_zoo_collapse_holds_for_every_seed():
     assert all(r[3] == "True" for r in rows)
 
 
+def test_bug_zoo_checklist_table_says_what_the_summary_says():
+    """07: "Comparing with F.scaled_dot_product_attention ... catches bugs 1 and 2", "a gradient
+    for every parameter (bug 1)", "zero future weights and no future leak (bug 2)", "Rows
+    summing to 1 hold even for bugs 1 and 2": the stored table, row by row and column by
+    column (a swapped bug or check fails)."""
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "Rows summing to 1 hold even for bugs 1 and 2." in prose
+    text = next(c for c in cells if c.get("id") == "07-034").outputs[0]["text"]
+    checks = ["rows sum to 1", "future weights 0", "no future leak", "matches fused"]
+    checks.append("all get grads")
+    failed = {}
+    for line in text.splitlines()[1:]:
+        name, marks = line[:26].strip(), line[26:].split()
+        failed[name] = {c for c, mark in zip(checks, marks, strict=True) if mark == "NO"}
+    assert failed["MultiHeadAttention"] == failed["MultiHeadAttentionWrapper"] == set()
+    assert failed["bug 1: keys swapped"] == {"matches fused", "all get grads"}
+    assert failed["bug 2: mask not applied"] == {
+        "future weights 0",
+        "no future leak",
+        "matches fused",
+    }
+
+
 def test_reshape_orders_in_04_are_the_printed_ones():
     """04, Part 5: the first row that reshape gave the transposed tensor, and memory order."""
     cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
@@ -3358,44 +3371,57 @@ def test_tiled_loop_beats_naive_in_the_stored_run():
 
 def test_attention_cost_timing():
     """06: the words around the stored timings ("faster at every timed length", "largest
-    ratio ... at 512", the step of each module, which doublings are flatter than x4) hold for
-    the stored run; a reversed or shifted reading of the table fails."""
+    ratio ... at 256", which doublings are steeper than x4 and which is each module's steepest,
+    the page faults, the growth from 64 to 1024 tokens) hold for the stored run; a reversed or
+    shifted reading of the table fails."""
     cells = nbformat.read(ROOT / "notebooks" / "06_attention_cost.ipynb", as_version=4).cells
-    text = "\n".join(nearby_outputs(cells, "the largest ratio, 13.1, is at 512"))
+    text = next(c for c in cells if c.get("id") == "06-011").outputs[0]["text"]
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    for words in (
+        "the largest ratio, 13.5, is at 256",
+        "the lecture\n  module's from 128 to 256 tokens (its steepest) and from 256 to 512",
+        "neither\n    module took a single minor page fault per pass (median of 7) at 64 to 512",
+        "Only at 1,024 tokens did the lecture module take thousands",
+        "The fused kernel took none.",
+        "grew faster from 64 to 1,024\n  tokens than its counted work, and faster than",
+    ):
+        assert words in prose, words
     lengths = [64, 128, 256, 512, 1024]
     ratios = re.search(r"lecture / fused median time, 64 to 1024 tokens: (.*)\n", text).group(1)
     ratios = [float(r.rstrip("x")) for r in ratios.split(", ")]
     assert len(ratios) == 5 and min(ratios) > 1  # the fused kernel faster at every length
-    assert lengths[ratios.index(max(ratios))] == 512
+    assert lengths[ratios.index(max(ratios))] == 256
     steps = {
         name: [float(g) for g in re.findall(r"x([\d.]+)", line)]
         for name, line in re.findall(
             r"(lecture|fused): median time per doubling of num_tokens (.*)", text
         )
     }
-    # every doubling flatter than x4 except the lecture module's from 256 to 512 tokens and the
-    # fused kernel's from 512 to 1024, each module's steepest
+    # steeper than x4: the lecture module's 128 -> 256 (its steepest) and 256 -> 512, the
+    # fused kernel's 256 -> 512; the last doubling flatter than x4 for both
     lecture, fused = steps["lecture"], steps["fused"]
-    assert [g > 4 for g in lecture] == [False, False, True, False] and max(lecture) == lecture[2]
-    assert [g > 4 for g in fused] == [False, False, False, True] and max(fused) == fused[3]
-    # "the spreads ... up to 11 for the lecture module (at 128 tokens) and 8.2 for the fused
-    # kernel (at 512)": the largest of each column
-    rows = re.findall(r"\n +(\d+) +[\d.]+ ms +([\d.]+) +[\d.]+ ms +([\d.]+)", text)
-    assert len(rows) == 5
-    for column, length in ((1, "128"), (2, "512")):
-        assert max(rows, key=lambda row: float(row[column]))[0] == length
-    # "the fused kernel's median time grew from 0.11 ms to 12.08 ms, more than 96-fold but well
-    # under 256-fold", and the lecture module's 265-fold "within this run's noise of 256"
+    assert [g > 4 for g in lecture] == [False, True, True, False] and max(lecture) == lecture[1]
+    assert [g > 4 for g in fused] == [False, False, True, False] and max(fused) == fused[2]
+    # page faults per pass: none up to 512 tokens, thousands for the lecture module at 1024,
+    # none for the fused kernel
+    faults = {
+        name: [int(f) for f in line.split(", ")]
+        for name, line in re.findall(r"(lecture|fused): minor page faults per pass .*: (.*)", text)
+    }
+    assert faults["lecture"][:4] == [0, 0, 0, 0] and faults["lecture"][4] >= 1000
+    assert faults["fused"] == [0, 0, 0, 0, 0]
+    # "the fused kernel's median time grew from 0.21 ms to 45.99 ms, more than 96-fold but less
+    # than 256-fold"; the lecture module's "427-fold: faster than ... 96-fold and ... 256-fold"
     medians = re.findall(r"\n +\d+ +([\d.]+) ms +([\d.]+) +([\d.]+) ms", text)
     fused_growth = float(medians[-1][2]) / float(medians[0][2])
-    assert 96 < fused_growth < 256 / 2, fused_growth
-    lecture_growth = float(re.search(r"this run: x(\d+)", text).group(1))
-    noise = max(float(row[1]) for row in medians)
-    assert 256 / noise < lecture_growth < 256 * noise
-    # the fused kernel's own work grows x3.0 over its last doubling, less than its x8.5 time
-    own = re.search(r"own attention work: per doubling of num_tokens (.*)\n", text).group(1)
-    own = [float(g) for g in re.findall(r"x([\d.]+)", own)]
-    assert own == [4.0, 4.0, 4.0, 3.0] and fused[3] > 2 * own[3]
+    assert 96 < fused_growth < 256, fused_growth
+    assert float(re.search(r"this run: x(\d+)", text).group(1)) > 256
+    # the fused kernel's own work grows x4.0 over its steep doubling (256 -> 512), x3.0 after
+    own = re.search(
+        r"own attention work: per doubling of num_tokens (.*)\n",
+        "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-013b"),
+    ).group(1)
+    assert [float(g) for g in re.findall(r"x([\d.]+)", own)] == [4.0, 4.0, 4.0, 3.0]
 
 
 def _seed0_rows_08(text: str) -> dict[str, list[float]]:

@@ -1045,6 +1045,38 @@ CLAIMS = [
         r"scaled scores from \S+ to ([\d.]+)",
     ),
     ("01_causal_attention", "within 0.0104 of", "0.0104", 4, r"\|weight - uniform\|: ([\d.]+)"),
+    # 01, the same untrained head on the inputs times 1, 5 and 20
+    (
+        "01_causal_attention",
+        "between\n0.15 and 0.85",
+        "0.15",
+        2,
+        r"inputs lie between ([\d.]+) and",
+    ),
+    (
+        "01_causal_attention",
+        "between\n0.15 and 0.85",
+        "0.85",
+        2,
+        r"inputs lie between \S+ and ([\d.]+)",
+    ),
+    ("01_causal_attention", "differ by at most 0.10", "0.10", 2, r"\n +1 \| +([\d.]+) \|"),
+    (
+        "01_causal_attention",
+        "weights from 0.049 to",
+        "0.049",
+        3,
+        r"\n +5 \| .*\[(?:\S+ ){2}([\d.]+),",
+    ),
+    (
+        "01_causal_attention",
+        "0.398, and on the inputs",
+        "0.398",
+        3,
+        r"\n +5 \| .*\[(?:\S+ ){3}([\d.]+),",
+    ),
+    ("01_causal_attention", "(gaps up to 38.48)", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
+    ("01_causal_attention", "it puts 1.000 on", "1.000", 3, r"\n +20 \| .*\[(?:\S+ ){3}([\d.]+),"),
     (
         "01_causal_attention",
         "$(1 - 0.19) / 0.9 = 0.90$",
@@ -3114,6 +3146,35 @@ def test_bug_zoo_collapse_holds_for_every_seed():
     stds = [float(r[1]) for r in rows]
     assert (min(stds), max(stds)) == (0.046, 0.065)
     assert all(r[3] == "True" for r in rows)
+
+
+def test_01_untrained_head_on_larger_inputs_reads_query_rows():
+    """01: "on the inputs times 20 ... it [query "it"] puts 1.000 on "work"": the printed rows
+    are the query "it"'s weights over the keys (row 5), not the weights given to key "it"
+    (column 5, which the mask leaves at 0 except its diagonal), recomputed from the package."""
+    import torch
+
+    from attn_course import data
+    from attn_course.attention import CausalAttention
+
+    cells = nbformat.read(ROOT / "notebooks" / "01_causal_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "it puts 1.000 on"))
+    printed = {
+        int(factor): [float(w) for w in row.split(", ")]
+        for factor, row in re.findall(r"\n +(\d+) \| +[\d.]+ \| \[(.*)\]", text)
+    }
+    assert sorted(printed) == [1, 5, 20]
+    x = data.example("dream").batch()  # (1, 6, 3)
+    torch.manual_seed(123)
+    head = CausalAttention(3, 2, 6, 0.0)
+    for factor, row in printed.items():
+        with torch.no_grad():
+            head(factor * x)
+        weights = head.attn_weights[0]  # (query, key)
+        assert row == [round(w, 3) for w in weights[5].tolist()]
+        assert row != [round(w, 3) for w in weights[:, 5].tolist()]  # the reversed reading
+    assert printed[20].index(max(printed[20])) == 3  # "work", the fourth token
+    assert min(printed[5]) == printed[5][2] and max(printed[5]) == printed[5][3]
 
 
 def test_reshape_orders_in_04_are_the_printed_ones():

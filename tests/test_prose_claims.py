@@ -1261,7 +1261,59 @@ CLAIMS = [
     ),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.025", 3, r"\n +1 \| +[\d.]+ +([\d.]+)"),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.326", 3, r"\n +64 \| +[\d.]+ +([\d.]+)"),
-    ("02_multihead_wrapper", "(8 × 0.041 at", "0.041", 3, r"\n +64 \| +([\d.]+)"),
+    (
+        "02_multihead_wrapper",
+        "not/scaled: 2, 4 and 8",
+        "2",
+        2,
+        r"\n +4 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+    ),
+    (
+        "02_multihead_wrapper",
+        "not/scaled: 2, 4 and 8",
+        "4",
+        2,
+        r"\n +16 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+    ),
+    (
+        "02_multihead_wrapper",
+        "not/scaled: 2, 4 and 8",
+        "8",
+        2,
+        r"\n +64 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+    ),
+    # 02, why the untrained heads are near uniform; the swapped version digit for digit
+    ("02_multihead_wrapper", "(std 0.0399, status line", "0.0399", 4, r"std ([\d.]+) within a row"),
+    (
+        "02_multihead_wrapper",
+        "its 24 values are the 24 printed",
+        "24",
+        0,
+        r"version's (\d+) values",
+    ),
+    # 02, the wrapper has no out_proj: MultiHeadAttention of the same total width
+    ("02_multihead_wrapper", "width (`d_out = 4`) has 56", "4", 0, r"total width (\d+):"),
+    ("02_multihead_wrapper", "width (`d_out = 4`) has 56", "56", 0, r"total width \d+: (\d+) ="),
+    ("02_multihead_wrapper", "the same 36 in its three", "36", 0, r"total width \d+: \d+ = (\d+)"),
+    ("02_multihead_wrapper", "$4 \\times 4 + 4 = 20$", "20", 0, r"\+ (\d+) \(out_proj\)"),
+    # 02, temperature: rows whose largest weight passes 0.5, of 100 seeds x 6 heads x 6 rows
+    ("02_multihead_wrapper", "A few rows do choose: 51 of", "51", 0, r"\n +0\.1 \|.*\| +(\d+) of"),
+    (
+        "02_multihead_wrapper",
+        "A few rows do choose: 51 of",
+        "3600",
+        0,
+        r"\n +0\.1 \|.*\| +\d+ of ([\d,]+)",
+    ),
+    ("02_multihead_wrapper", "and one reaches 0.68", "0.68", 2, r"\n +0\.1 \|.*\| ([\d.]+)\n"),
+    ("02_multihead_wrapper", "(1,200 of the\n3,600)", "1200", 0, r"\n +0\.03 \|.*\| +([\d,]+) of"),
+    (
+        "02_multihead_wrapper",
+        "2,798 of the 3,600 rows",
+        "2798",
+        0,
+        r"\n +0\.01 \|.*\| +([\d,]+) of",
+    ),
     ("02_multihead_wrapper", "between 0.025 and 0.043", "0.025", 3, r"\n +1 \| +([\d.]+)"),
     ("02_multihead_wrapper", "between 0.025 and 0.043", "0.043", 3, r"\n +16 \| +([\d.]+)"),
     # 02, scaling table: "| scaled mean ± sd  not-scaled mean ± sd | N of 20 seeds" per head_dim
@@ -1338,14 +1390,14 @@ CLAIMS = [
     ),
     (
         "02_multihead_wrapper",
-        "from 0.54 to 0.89 by seed",
+        "from 0.54\nto 0.89 by seed",
         "0.54",
         2,
         r"\n +0\.01 \| +[\d.]+ ± [\d.]+, ([\d.]+) to ",
     ),
     (
         "02_multihead_wrapper",
-        "from 0.54 to 0.89 by seed",
+        "from 0.54\nto 0.89 by seed",
         "0.89",
         2,
         r"\n +0\.01 \| +[\d.]+ ± [\d.]+, [\d.]+ to ([\d.]+) ",
@@ -3175,6 +3227,38 @@ def test_01_untrained_head_on_larger_inputs_reads_query_rows():
         assert row != [round(w, 3) for w in weights[:, 5].tolist()]  # the reversed reading
     assert printed[20].index(max(printed[20])) == 3  # "work", the fourth token
     assert min(printed[5]) == printed[5][2] and max(printed[5]) == printed[5][3]
+
+
+def test_02_only_the_first_row_of_the_notes_printout_survives_the_bug():
+    """02: "Why does the first row ("Dream") survive the bug?": the correct wrapper agrees with
+    the notes' printout in the first row (query "Dream") only; read by columns instead, no
+    column agrees, so a reversed reading of rows and columns gives another answer."""
+    import torch
+
+    from attn_course import data
+    from attn_course.attention import MultiHeadAttentionWrapper
+
+    cells = nbformat.read(ROOT / "notebooks" / "02_multihead_wrapper.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, 'Why does the first row ("Dream") survive'))
+    rows = re.search(r"the correct version: \[(.*)\]", text).group(1).split(", ")
+    assert rows == ["True"] + ["False"] * 5
+    printed = torch.tensor(
+        [
+            [-0.5762, -0.1627, 0.5569, 0.3635],
+            [-0.5650, -0.0622, 0.5600, 0.2991],
+            [-0.5474, -0.1223, 0.5293, 0.3414],
+            [-0.5786, -0.0938, 0.5637, 0.3375],
+            [-0.5586, -0.0418, 0.5521, 0.3015],
+            [-0.5271, -0.0006, 0.5282, 0.2698],
+        ]
+    )  # the lecture notes' output, (num_tokens, num_heads * d_out)
+    torch.manual_seed(123)
+    wrapper = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    with torch.no_grad():
+        ours = wrapper(data.example("dream").batch())[0]
+    close = (ours - printed).abs() < 0.6e-4  # (num_tokens, num_heads * d_out)
+    assert close.all(dim=1).tolist() == [True] + [False] * 5  # by rows (queries)
+    assert close.all(dim=0).tolist() == [False] * 4  # by columns: nothing survives
 
 
 def test_reshape_orders_in_04_are_the_printed_ones():

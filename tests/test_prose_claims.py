@@ -1212,6 +1212,20 @@ CLAIMS = [
     ),
     (
         "03_weight_split_mha",
+        "`(6, 3, 6, 1)`, and `stride(b) = 6",
+        "6",
+        0,
+        r"one token, transposed queries: shape \(2, 2, 1, 3\), strides \((\d+), 3, 6, 1\)",
+    ),
+    (
+        "03_weight_split_mha",
+        "`stride(b) = 6 = num_heads × stride(heads) = 2 × 3`",
+        "3",
+        0,
+        r"one token, transposed queries: shape \(2, 2, 1, 3\), strides \(6, (\d+), 6, 1\)",
+    ),
+    (
+        "03_weight_split_mha",
         "rows 1 and 2 differ by up to 0.040 and 0.048",
         "0.040",
         3,

@@ -1273,6 +1273,61 @@ CLAIMS = [
         0,
         r"learned table ([\d,]+), RoPE 0",
     ),
+    # 04: the scaling assumption, the row gaps that make the softmax one-hot, dropout's row sums
+    (
+        "04_stepwise_reshape",
+        "still reach\n-183.75",
+        "-183.75",
+        2,
+        r"scaled, head 1\n tensor\(\[\[(-[\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        "leads the next by 4.2 to 175.6",
+        "4.2",
+        1,
+        r"head 2, query 'Kid' *: gap +([\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        "leads the next by 4.2 to 175.6",
+        "175.6",
+        1,
+        r"head 1, query 'Kid' *: gap +([\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        "at most 0.015 of the best",
+        "0.015",
+        3,
+        r"head 2, query 'Kid' .*= ([\d.]+)\n",
+    ),
+    ("04_stepwise_reshape", "lost its 0.015", "0.015", 3, r"\[0\.985, (0\.015), 0\.000\]"),
+    ("04_stepwise_reshape", "0.015) / 0.9 = 1.094`", "1.094", 3, r"\[1\.111, (1\.094), 1\.111\]"),
+    ("04_stepwise_reshape", "859 is one of 11 such seeds", "11", 0, r"that give it: (\d+):"),
+    (
+        "04_stepwise_reshape",
+        "859 is one of 11 such seeds",
+        "859",
+        0,
+        r"that give it: \d+: \[.*\b(859)\b",
+    ),
+    ("04_stepwise_reshape", "among 0 to 1999", "1999", 0, r"seeds 0 to (\d+) that give it"),
+    # 04: one score, two BLAS code paths, on the machine that executed the notebook
+    (
+        "04_stepwise_reshape",
+        "they print `-294.6535` and",
+        "-294.6535",
+        4,
+        r"own code paths .*: (-[\d.]+)",
+    ),
+    (
+        "04_stepwise_reshape",
+        "and `-294.6534`: same CPU",
+        "-294.6534",
+        4,
+        r"COMPATIBLE .*: (-[\d.]+)",
+    ),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.025", 3, r"\n +1 \| +[\d.]+ +([\d.]+)"),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.326", 3, r"\n +64 \| +[\d.]+ +([\d.]+)"),
     (
@@ -3273,6 +3328,26 @@ def test_02_only_the_first_row_of_the_notes_printout_survives_the_bug():
     close = (ours - printed).abs() < 0.6e-4  # (num_tokens, num_heads * d_out)
     assert close.all(dim=1).tolist() == [True] + [False] * 5  # by rows (queries)
     assert close.all(dim=0).tolist() == [False] * 4  # by columns: nothing survives
+
+
+def test_04_row_gaps_are_read_along_query_rows():
+    """04: "the best visible key leads the next by 4.2 to 175.6": the printed gaps of head 1 are
+    those of the printed scaled scores read along each query's row over its visible keys; read
+    down the columns (keys as queries), the gaps would be 18.2 and 16.1, not 175.6 and 6.3."""
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "leads the next by 4.2 to 175.6"))
+    matrix = re.search(r"scaled, head 1\n tensor\(\[(.*?)\]\)\n", text, re.S).group(1)
+    scaled = [[float(v) for v in re.findall(r"-?[\d.]+", row)] for row in matrix.split("],")]
+    gaps = {
+        (int(h), token): float(gap)
+        for h, token, gap in re.findall(r"head (\d), query '(\w+)' *: gap +([\d.]+),", text)
+    }
+    assert len(gaps) == 4 and (min(gaps.values()), max(gaps.values())) == (4.2, 175.6)
+    for i, token in ((1, "Kid"), (2, "Smiles")):
+        row = sorted(scaled[i][: i + 1], reverse=True)  # query i over its visible keys 0..i
+        column = sorted((scaled[j][i] for j in range(i + 1)), reverse=True)  # the reversed reading
+        assert round(row[0] - row[1], 1) == gaps[(1, token)]
+        assert round(column[0] - column[1], 1) != gaps[(1, token)]
 
 
 def test_reshape_orders_in_04_are_the_printed_ones():

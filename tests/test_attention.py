@@ -713,6 +713,10 @@ def test_batched_matmul_on_transposed_heads_copies_them():
     assert one_head_scores == []
     # One token: the transposes move only a size-1 dim, so the transposed keys stay row by row.
     assert k_one_token.transpose(2, 3).is_contiguous()
+    # Neither b nor num_heads has size 1 there: the fold needs no copy because
+    # stride(b) = num_heads * stride(heads) (6 = 2 * 3), not because of a size-1 dim.
+    assert k_one_token.shape[:2] == (2, 2) and k_one_token.stride() == (6, 3, 6, 1)
+    assert k_one_token.stride(0) == k_one_token.shape[1] * k_one_token.stride(1)
     assert merged.contiguous().data_ptr() == merged.data_ptr()
 
 

@@ -1116,6 +1116,38 @@ CLAIMS = [
         r"scaled scores from \S+ to ([\d.]+)",
     ),
     ("01_causal_attention", "within 0.0104 of", "0.0104", 4, r"\|weight - uniform\|: ([\d.]+)"),
+    # 01, the same untrained head on the inputs times 1, 5 and 20
+    (
+        "01_causal_attention",
+        "between\n0.15 and 0.85",
+        "0.15",
+        2,
+        r"inputs lie between ([\d.]+) and",
+    ),
+    (
+        "01_causal_attention",
+        "between\n0.15 and 0.85",
+        "0.85",
+        2,
+        r"inputs lie between \S+ and ([\d.]+)",
+    ),
+    ("01_causal_attention", "differ by at most 0.10", "0.10", 2, r"\n +1 \| +([\d.]+) \|"),
+    (
+        "01_causal_attention",
+        "weights from 0.049 to",
+        "0.049",
+        3,
+        r"\n +5 \| .*\[(?:\S+ ){2}([\d.]+),",
+    ),
+    (
+        "01_causal_attention",
+        "0.398, and on the inputs",
+        "0.398",
+        3,
+        r"\n +5 \| .*\[(?:\S+ ){3}([\d.]+),",
+    ),
+    ("01_causal_attention", "(gaps up to 38.48)", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
+    ("01_causal_attention", "it puts 1.000 on", "1.000", 3, r"\n +20 \| .*\[(?:\S+ ){3}([\d.]+),"),
     (
         "01_causal_attention",
         "$(1 - 0.19) / 0.9 = 0.90$",
@@ -1251,6 +1283,20 @@ CLAIMS = [
     ),
     (
         "03_weight_split_mha",
+        "`(6, 3, 6, 1)`, and `stride(b) = 6",
+        "6",
+        0,
+        r"one token, transposed queries: shape \(2, 2, 1, 3\), strides \((\d+), 3, 6, 1\)",
+    ),
+    (
+        "03_weight_split_mha",
+        "`stride(b) = 6 = num_heads × stride(heads) = 2 × 3`",
+        "3",
+        0,
+        r"one token, transposed queries: shape \(2, 2, 1, 3\), strides \(6, (\d+), 6, 1\)",
+    ),
+    (
+        "03_weight_split_mha",
         "rows 1 and 2 differ by up to 0.040 and 0.048",
         "0.040",
         3,
@@ -1298,9 +1344,116 @@ CLAIMS = [
         0,
         r"learned table ([\d,]+), RoPE 0",
     ),
+    # 04: the scaling assumption, the row gaps that make the softmax one-hot, dropout's row sums
+    (
+        "04_stepwise_reshape",
+        "still reach\n-183.75",
+        "-183.75",
+        2,
+        r"scaled, head 1\n tensor\(\[\[(-[\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        "leads the next by 4.2 to 175.6",
+        "4.2",
+        1,
+        r"head 2, query 'Kid' *: gap +([\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        "leads the next by 4.2 to 175.6",
+        "175.6",
+        1,
+        r"head 1, query 'Kid' *: gap +([\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        "at most 0.015 of the best",
+        "0.015",
+        3,
+        r"head 2, query 'Kid' .*= ([\d.]+)\n",
+    ),
+    ("04_stepwise_reshape", "lost its 0.015", "0.015", 3, r"\[0\.985, (0\.015), 0\.000\]"),
+    ("04_stepwise_reshape", "0.015) / 0.9 = 1.094`", "1.094", 3, r"\[1\.111, (1\.094), 1\.111\]"),
+    ("04_stepwise_reshape", "859 is one of 11 such seeds", "11", 0, r"that give it: (\d+):"),
+    (
+        "04_stepwise_reshape",
+        "859 is one of 11 such seeds",
+        "859",
+        0,
+        r"that give it: \d+: \[.*\b(859)\b",
+    ),
+    ("04_stepwise_reshape", "among 0 to 1999", "1999", 0, r"seeds 0 to (\d+) that give it"),
+    # 04: one score, two BLAS code paths, on the machine that executed the notebook
+    (
+        "04_stepwise_reshape",
+        "they print `-294.6535` and",
+        "-294.6535",
+        4,
+        r"own code paths .*: (-[\d.]+)",
+    ),
+    (
+        "04_stepwise_reshape",
+        "and `-294.6534`: same CPU",
+        "-294.6534",
+        4,
+        r"COMPATIBLE .*: (-[\d.]+)",
+    ),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.025", 3, r"\n +1 \| +[\d.]+ +([\d.]+)"),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.326", 3, r"\n +64 \| +[\d.]+ +([\d.]+)"),
-    ("02_multihead_wrapper", "(8 × 0.041 at", "0.041", 3, r"\n +64 \| +([\d.]+)"),
+    (
+        "02_multihead_wrapper",
+        "not/scaled: 2, 4 and 8",
+        "2",
+        2,
+        r"\n +4 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+    ),
+    (
+        "02_multihead_wrapper",
+        "not/scaled: 2, 4 and 8",
+        "4",
+        2,
+        r"\n +16 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+    ),
+    (
+        "02_multihead_wrapper",
+        "not/scaled: 2, 4 and 8",
+        "8",
+        2,
+        r"\n +64 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+    ),
+    # 02, why the untrained heads are near uniform; the swapped version digit for digit
+    ("02_multihead_wrapper", "(std 0.0399, status line", "0.0399", 4, r"std ([\d.]+) within a row"),
+    (
+        "02_multihead_wrapper",
+        "its 24 values are the 24 printed",
+        "24",
+        0,
+        r"version's (\d+) values",
+    ),
+    # 02, the wrapper has no out_proj: MultiHeadAttention of the same total width
+    ("02_multihead_wrapper", "width (`d_out = 4`) has 56", "4", 0, r"total width (\d+):"),
+    ("02_multihead_wrapper", "width (`d_out = 4`) has 56", "56", 0, r"total width \d+: (\d+) ="),
+    ("02_multihead_wrapper", "the same 36 in its three", "36", 0, r"total width \d+: \d+ = (\d+)"),
+    ("02_multihead_wrapper", "$4 \\times 4 + 4 = 20$", "20", 0, r"\+ (\d+) \(out_proj\)"),
+    # 02, temperature: rows whose largest weight passes 0.5, of 100 seeds x 6 heads x 6 rows
+    ("02_multihead_wrapper", "A few rows do choose: 51 of", "51", 0, r"\n +0\.1 \|.*\| +(\d+) of"),
+    (
+        "02_multihead_wrapper",
+        "A few rows do choose: 51 of",
+        "3600",
+        0,
+        r"\n +0\.1 \|.*\| +\d+ of ([\d,]+)",
+    ),
+    ("02_multihead_wrapper", "and one reaches 0.68", "0.68", 2, r"\n +0\.1 \|.*\| ([\d.]+)\n"),
+    ("02_multihead_wrapper", "(1,200 of the\n3,600)", "1200", 0, r"\n +0\.03 \|.*\| +([\d,]+) of"),
+    (
+        "02_multihead_wrapper",
+        "2,798 of the 3,600 rows",
+        "2798",
+        0,
+        r"\n +0\.01 \|.*\| +([\d,]+) of",
+    ),
     ("02_multihead_wrapper", "between 0.025 and 0.043", "0.025", 3, r"\n +1 \| +([\d.]+)"),
     ("02_multihead_wrapper", "between 0.025 and 0.043", "0.043", 3, r"\n +16 \| +([\d.]+)"),
     # 02, scaling table: "| scaled mean ± sd  not-scaled mean ± sd | N of 20 seeds" per head_dim
@@ -1377,14 +1530,14 @@ CLAIMS = [
     ),
     (
         "02_multihead_wrapper",
-        "from 0.54 to 0.89 by seed",
+        "from 0.54\nto 0.89 by seed",
         "0.54",
         2,
         r"\n +0\.01 \| +[\d.]+ ± [\d.]+, ([\d.]+) to ",
     ),
     (
         "02_multihead_wrapper",
-        "from 0.54 to 0.89 by seed",
+        "from 0.54\nto 0.89 by seed",
         "0.89",
         2,
         r"\n +0\.01 \| +[\d.]+ ± [\d.]+, [\d.]+ to ([\d.]+) ",
@@ -3334,6 +3487,87 @@ def test_bug_zoo_checklist_table_says_what_the_summary_says():
         "no future leak",
         "matches fused",
     }
+
+
+def test_01_untrained_head_on_larger_inputs_reads_query_rows():
+    """01: "on the inputs times 20 ... it [query "it"] puts 1.000 on "work"": the printed rows
+    are the query "it"'s weights over the keys (row 5), not the weights given to key "it"
+    (column 5, which the mask leaves at 0 except its diagonal), recomputed from the package."""
+    import torch
+
+    from attn_course import data
+    from attn_course.attention import CausalAttention
+
+    cells = nbformat.read(ROOT / "notebooks" / "01_causal_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "it puts 1.000 on"))
+    printed = {
+        int(factor): [float(w) for w in row.split(", ")]
+        for factor, row in re.findall(r"\n +(\d+) \| +[\d.]+ \| \[(.*)\]", text)
+    }
+    assert sorted(printed) == [1, 5, 20]
+    x = data.example("dream").batch()  # (1, 6, 3)
+    torch.manual_seed(123)
+    head = CausalAttention(3, 2, 6, 0.0)
+    for factor, row in printed.items():
+        with torch.no_grad():
+            head(factor * x)
+        weights = head.attn_weights[0]  # (query, key)
+        assert row == [round(w, 3) for w in weights[5].tolist()]
+        assert row != [round(w, 3) for w in weights[:, 5].tolist()]  # the reversed reading
+    assert printed[20].index(max(printed[20])) == 3  # "work", the fourth token
+    assert min(printed[5]) == printed[5][2] and max(printed[5]) == printed[5][3]
+
+
+def test_02_only_the_first_row_of_the_notes_printout_survives_the_bug():
+    """02: "Why does the first row ("Dream") survive the bug?": the correct wrapper agrees with
+    the notes' printout in the first row (query "Dream") only; read by columns instead, no
+    column agrees, so a reversed reading of rows and columns gives another answer."""
+    import torch
+
+    from attn_course import data
+    from attn_course.attention import MultiHeadAttentionWrapper
+
+    cells = nbformat.read(ROOT / "notebooks" / "02_multihead_wrapper.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, 'Why does the first row ("Dream") survive'))
+    rows = re.search(r"the correct version: \[(.*)\]", text).group(1).split(", ")
+    assert rows == ["True"] + ["False"] * 5
+    printed = torch.tensor(
+        [
+            [-0.5762, -0.1627, 0.5569, 0.3635],
+            [-0.5650, -0.0622, 0.5600, 0.2991],
+            [-0.5474, -0.1223, 0.5293, 0.3414],
+            [-0.5786, -0.0938, 0.5637, 0.3375],
+            [-0.5586, -0.0418, 0.5521, 0.3015],
+            [-0.5271, -0.0006, 0.5282, 0.2698],
+        ]
+    )  # the lecture notes' output, (num_tokens, num_heads * d_out)
+    torch.manual_seed(123)
+    wrapper = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    with torch.no_grad():
+        ours = wrapper(data.example("dream").batch())[0]
+    close = (ours - printed).abs() < 0.6e-4  # (num_tokens, num_heads * d_out)
+    assert close.all(dim=1).tolist() == [True] + [False] * 5  # by rows (queries)
+    assert close.all(dim=0).tolist() == [False] * 4  # by columns: nothing survives
+
+
+def test_04_row_gaps_are_read_along_query_rows():
+    """04: "the best visible key leads the next by 4.2 to 175.6": the printed gaps of head 1 are
+    those of the printed scaled scores read along each query's row over its visible keys; read
+    down the columns (keys as queries), the gaps would be 18.2 and 16.1, not 175.6 and 6.3."""
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "leads the next by 4.2 to 175.6"))
+    matrix = re.search(r"scaled, head 1\n tensor\(\[(.*?)\]\)\n", text, re.S).group(1)
+    scaled = [[float(v) for v in re.findall(r"-?[\d.]+", row)] for row in matrix.split("],")]
+    gaps = {
+        (int(h), token): float(gap)
+        for h, token, gap in re.findall(r"head (\d), query '(\w+)' *: gap +([\d.]+),", text)
+    }
+    assert len(gaps) == 4 and (min(gaps.values()), max(gaps.values())) == (4.2, 175.6)
+    for i, token in ((1, "Kid"), (2, "Smiles")):
+        row = sorted(scaled[i][: i + 1], reverse=True)  # query i over its visible keys 0..i
+        column = sorted((scaled[j][i] for j in range(i + 1)), reverse=True)  # the reversed reading
+        assert round(row[0] - row[1], 1) == gaps[(1, token)]
+        assert round(column[0] - column[1], 1) != gaps[(1, token)]
 
 
 def test_reshape_orders_in_04_are_the_printed_ones():

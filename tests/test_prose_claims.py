@@ -41,10 +41,24 @@ def _cell08(row: str, column: int, part: int, signs: str = "   ") -> str:
 CLAIMS = [
     (
         "11_language_model",
-        "the final losses must agree within\n0.15 nats",
+        "held-out losses must agree within 0.15 nats",
         "0.15",
         2,
-        r"ends within ([\d.]+) nats of the stored run: True",
+        r"within ([\d.]+) nats of the stored run's: True",
+    ),
+    (
+        "11_language_model",
+        "It runs the first 100 of them",
+        "100",
+        0,
+        r"your run: the first (\d+) of the stored run's",
+    ),
+    (
+        "11_language_model",
+        "It runs the first 100 of them",
+        "100",
+        0,
+        r"at step (\d+) its held-out loss is within",
     ),
     (
         "11_language_model",

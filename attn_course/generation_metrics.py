@@ -35,8 +35,10 @@ __all__ = [
     "generated_loss",
     "LOOP_DISTINCT_2",
     "StrategyScores",
+    "TextScores",
     "mean_and_std",
     "fisher_exact",
+    "score_texts",
     "compare_strategies",
     "format_scores",
     "STRATEGIES",
@@ -145,7 +147,18 @@ def fisher_exact(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:
     return min(1.0, sum(as_extreme))
 
 
-def compare_strategies(
+@dataclass(frozen=True)
+class TextScores:
+    """One generated text and its scores (``compare_strategies`` averages them)."""
+
+    text: str
+    real_words: float
+    distinct_1: float
+    distinct_2: float
+    loss: float
+
+
+def score_texts(
     model: GPTModel,
     tokenizer: Tokenizer,
     prompts: Sequence[str],
@@ -153,16 +166,17 @@ def compare_strategies(
     seeds: Iterable[int] = (0, 1, 2),
     max_new_tokens: int = 300,
     strategies: Mapping[str, Mapping[str, Any]] = STRATEGIES,
-) -> list[StrategyScores]:
-    """Generate with every strategy from every prompt and seed (KV cache on); score the text.
+) -> dict[str, list[TextScores]]:
+    """Generate with every strategy from every prompt and seed (KV cache on); score each text.
 
-    The seeds of a prompt run side by side, one row of a batch each with its own generator:
-    the same texts as one run per seed, in a fraction of the time. A strategy that draws
-    nothing (``temperature=0``, greedy) writes the same text for every seed, so it runs once
-    per prompt: its scores are over ``len(prompts)`` texts.
+    Returns, by strategy name, its texts' scores, prompt by prompt and within a prompt seed by
+    seed. The seeds of a prompt run side by side, one row of a batch each with its own
+    generator: the same texts as one run per seed, in a fraction of the time. A strategy that
+    draws nothing (``temperature=0``, greedy) writes the same text for every seed, so it runs
+    once per prompt (with the first seed): ``len(prompts)`` texts.
     """
     seeds = list(seeds)
-    rows = []
+    scored = {}
     for name, settings in strategies.items():
         texts, losses = [], []
         draws = seeds if settings.get("temperature", 0.0) > 0 else seeds[:1]
@@ -174,11 +188,42 @@ def compare_strategies(
             for row in range(len(draws)):
                 texts.append(tokenizer.decode(new[row].tolist()))
                 losses.append(generated_loss(new[row : row + 1], logits[row : row + 1]))
-        real_words = mean_and_std([real_word_fraction(t, known) for t in texts])
-        distinct_1 = mean_and_std([distinct_n(t, 1) for t in texts])
-        distinct_2s = [distinct_n(t, 2) for t in texts]
+        scored[name] = [
+            TextScores(
+                text,
+                real_word_fraction(text, known),
+                distinct_n(text, 1),
+                distinct_n(text, 2),
+                loss,
+            )
+            for text, loss in zip(texts, losses, strict=True)
+        ]
+    return scored
+
+
+def compare_strategies(
+    model: GPTModel,
+    tokenizer: Tokenizer,
+    prompts: Sequence[str],
+    known: set[str],
+    seeds: Iterable[int] = (0, 1, 2),
+    max_new_tokens: int = 300,
+    strategies: Mapping[str, Mapping[str, Any]] = STRATEGIES,
+) -> list[StrategyScores]:
+    """``score_texts``, summarised: each strategy's mean and spread over its texts.
+
+    A strategy that draws nothing (greedy) runs once per prompt: its scores are over
+    ``len(prompts)`` texts.
+    """
+    scored = score_texts(model, tokenizer, prompts, known, seeds, max_new_tokens, strategies)
+    rows = []
+    for name, scores in scored.items():
+        texts = [s.text for s in scores]
+        real_words = mean_and_std([s.real_words for s in scores])
+        distinct_1 = mean_and_std([s.distinct_1 for s in scores])
+        distinct_2s = [s.distinct_2 for s in scores]
         distinct_2 = mean_and_std(distinct_2s)
-        loss = mean_and_std(losses)
+        loss = mean_and_std([s.loss for s in scores])
         rows.append(
             StrategyScores(
                 name,

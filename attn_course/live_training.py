@@ -1,10 +1,12 @@
 """Lecture 11's live run: the small Shakespeare model trained in the notebook, with samples.
 
-``train_live`` trains ``lm.LM_CONFIGS["small"]`` (about half a minute on one core) and, at
-every evaluation, prints the losses and a short sample, so the learner watches the loss fall
-and the samples turn from noise into words. Its exact numbers depend on the CPU's last bits,
-so the notebook compares nothing of it: the numbers nbval compares come from the stored run
-``data/live_run.json``, written by ``python -m attn_course.live_training`` with the same code.
+``train_live`` trains ``lm.LM_CONFIGS["small"]`` (about half a minute on one core), or the
+first ``steps`` of its run, and, at every evaluation, prints the losses and (every
+``SAMPLE_EVERY`` steps) a short sample, so the learner watches the loss fall and the samples
+turn from noise into words. Its exact numbers depend on the CPU's last bits, so the notebook
+compares nothing of it: the numbers nbval compares come from the stored run
+``data/live_run.json``, the whole run, written by ``python -m attn_course.live_training``
+with the same code.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TextIO
 import torch
 
 from .generation import GPTModel, generate
-from .lm import tokenizer, train_lm
+from .lm import LM_CONFIGS, tokenizer, train_lm
 
 __all__ = ["LiveRun", "train_live", "stored_run", "SAMPLE_PROMPT", "SAMPLE_EVERY"]
 
@@ -56,8 +58,18 @@ def sample_text(model: GPTModel, seed: int = 0) -> str:
     return tok.decode(tokens[0, prompt.shape[1] :].tolist())
 
 
-def train_live(progress: TextIO | None = sys.stdout) -> LiveRun:
-    """Train the small model from scratch; print a sample every ``SAMPLE_EVERY`` steps."""
+def train_live(steps: int | None = None, progress: TextIO | None = sys.stdout) -> LiveRun:
+    """Train the small model from scratch; print a sample every ``SAMPLE_EVERY`` steps.
+
+    ``steps`` trains only the first ``steps`` of the config's run (its learning-rate schedule
+    unchanged, so the curve retraces the stored run's first points); None trains all of them.
+    """
+    cfg = LM_CONFIGS[CONFIG]
+    if steps is not None and (not 0 < steps <= cfg.steps or steps % cfg.eval_every):
+        raise ValueError(
+            f"steps={steps}: choose a multiple of {cfg.eval_every} from {cfg.eval_every} to "
+            f"{cfg.steps} (the run evaluates every {cfg.eval_every} steps and has {cfg.steps})."
+        )
     run = LiveRun()
 
     def on_eval(step: int, model: GPTModel) -> None:
@@ -66,7 +78,7 @@ def train_live(progress: TextIO | None = sys.stdout) -> LiveRun:
             if progress is not None:
                 print(f"\n--- step {step}: {run.samples[step]!r}", file=progress)
 
-    result = train_lm(CONFIG, progress=progress, on_eval=on_eval)
+    result = train_lm(cfg, progress=progress, on_eval=on_eval, stop=steps)
     run.curve, run.seconds = result.curve, result.seconds
     return run
 

@@ -228,6 +228,7 @@ def train_lm(
     device: str = "cpu",
     on_eval: Callable[[int, GPTModel], None] | None = None,
     init: GPTModel | None = None,
+    stop: int | None = None,
 ) -> TrainResult:
     """Train a fresh ``GPTModel`` on the training plays (or continue from ``checkpoint``).
 
@@ -239,11 +240,16 @@ def train_lm(
         device: "cpu", "cuda" or "mps".
         on_eval: called as ``on_eval(step, model)`` after each evaluation (e.g. to sample).
         init: start from a copy of this model (its sizes win over ``cfg``'s), not a fresh one.
+        stop: train only the first ``stop`` of the ``cfg.steps`` steps (None: all of them),
+            with the learning-rate schedule of the whole run: the run's first ``stop`` steps
+            exactly, so its curve is a prefix of the whole run's (evaluated at ``stop`` too).
 
     Returns:
         A ``TrainResult``: the model (eval mode, on the CPU), the curve, the seconds taken.
     """
     cfg = LM_CONFIGS[cfg] if isinstance(cfg, str) else cfg
+    if stop is not None and not 1 <= stop <= cfg.steps:
+        raise ValueError(f"stop={stop} must be between 1 and the run's {cfg.steps} steps.")
     dev = resolve_device(device)
     train_data, held_out_data = _token_data()
     saved = None
@@ -282,7 +288,8 @@ def train_lm(
             print(f"resuming from {checkpoint} at step {first}/{cfg.steps}", file=progress)
     model.train()
     start, running = time.perf_counter(), []
-    for step in range(first, cfg.steps):
+    last = cfg.steps if stop is None else stop
+    for step in range(first, last):
         for group in optimizer.param_groups:
             group["lr"] = cfg.learning_rate(step)
         windows = _windows(
@@ -293,7 +300,7 @@ def train_lm(
             curve.append(point)
             if progress is not None:
                 text = f"train {point[1]:.3f} held-out {point[2]:.3f} nats/char"
-                _bar(progress, 0, cfg.steps, start, first, text)
+                _bar(progress, 0, last, start, first, text)
             if on_eval is not None:
                 model.eval()
                 on_eval(0, model)
@@ -305,7 +312,7 @@ def train_lm(
         optimizer.step()
         running.append(loss.item())
         done = step + 1
-        if done % cfg.eval_every == 0 or done == cfg.steps:
+        if done % cfg.eval_every == 0 or done in (cfg.steps, last):
             point = (done, sum(running) / len(running), _eval_loss(model, eval_windows))
             curve.append(point)
             running = []
@@ -314,13 +321,13 @@ def train_lm(
                 torch.save(state, checkpoint)
             if progress is not None:
                 text = f"train {point[1]:.3f} held-out {point[2]:.3f} nats/char"
-                _bar(progress, done, cfg.steps, start, first, text)
+                _bar(progress, done, last, start, first, text)
             if on_eval is not None:
                 model.eval()
                 on_eval(done, model)
                 model.train()
         elif progress is not None and progress.isatty() and done % 10 == 0:
-            _bar(progress, done, cfg.steps, start, first, f"train {loss.item():.3f}", "\r")
+            _bar(progress, done, last, start, first, f"train {loss.item():.3f}", "\r")
     model = model.cpu().eval()
     return TrainResult(model, curve, time.perf_counter() - start)
 

@@ -46,6 +46,10 @@ def show_char(ch: str) -> str:
 def draw_text_heads(weights: torch.Tensor, chars: str, titles: list[str], ncols: int = 3) -> Figure:
     """Heads side by side on one text: keys on x, queries on y, characters as labels.
 
+    The panels share their axes, so the characters label only the outer ones: the queries
+    on the left column, the keys under the bottom panel of each column (labelling every
+    panel costs seconds of text layout per figure).
+
     Args:
         weights: (num_panels, num_chars, num_chars), one head's weights per panel.
         chars: the num_chars characters read.
@@ -68,8 +72,10 @@ def draw_text_heads(weights: torch.Tensor, chars: str, titles: list[str], ncols:
             continue
         image = ax.imshow(weights[i].numpy(), cmap=CMAP, norm=Normalize(0, 1))
         ax.set_title(titles[i], fontsize=9)
-        ax.set_xticks(range(n), labels=labels, fontsize=fontsize)
-        ax.set_yticks(range(n), labels=labels, fontsize=fontsize)
+        bottom, left = i + ncols >= num_panels, i % ncols == 0  # of its column; of its row
+        x_ticks, y_ticks = (range(n) if bottom else []), (range(n) if left else [])
+        ax.set_xticks(x_ticks, labels=labels if bottom else [], fontsize=fontsize)
+        ax.set_yticks(y_ticks, labels=labels if left else [], fontsize=fontsize)
         ax.tick_params(length=0, pad=1)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     return fig

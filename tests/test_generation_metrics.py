@@ -18,6 +18,7 @@ from attn_course.generation_metrics import (
     loops,
     mean_and_std,
     real_word_fraction,
+    score_texts,
     words,
 )
 
@@ -149,3 +150,25 @@ def test_spread_loops_and_seeds_side_by_side():
     assert table[0].split()[:2] == ["strategy", "loops"]
     assert table[1].split()[:2] == ["greedy", f"{greedy.loops}/2"]
     assert f"{sampled.distinct_2:.2f} ± {sampled.distinct_2_std:.2f}" in table[2]
+
+
+def test_score_texts_scores_each_text_in_prompt_then_seed_order():
+    torch.manual_seed(0)
+    cfg = BlockConfig(d_model=16, context_length=32, num_heads=2, dropout=0.0, num_layers=1)
+    model = GPTModel(GPTConfig.from_block(cfg, 20)).eval()
+    tokenizer, known = Words(), {"a", "bc"}
+    strategies = {"greedy": {"temperature": 0.0}, "T = 1.5": {"temperature": 1.5}}
+    seeds, prompts = (4, 9, 2), ["ab", "c"]
+    scored = score_texts(model, tokenizer, prompts, known, seeds, 30, strategies)
+    assert [len(scored["greedy"]), len(scored["T = 1.5"])] == [2, 6]  # greedy once per prompt
+    for i, (prompt, seed) in enumerate((p, s) for p in prompts for s in seeds):
+        alone = score_texts(model, tokenizer, [prompt], known, (seed,), 30, strategies)
+        got, want = scored["T = 1.5"][i], alone["T = 1.5"][0]  # batched, and one seed alone
+        assert got.text == want.text and got.loss == pytest.approx(want.loss, abs=1e-5)
+        assert got.real_words == real_word_fraction(got.text, known)
+        assert got.distinct_1 == distinct_n(got.text, 1)
+        assert got.distinct_2 == distinct_n(got.text, 2)
+    row = compare_strategies(model, tokenizer, prompts, known, seeds, 30, strategies)[1]
+    assert (row.loss, row.loss_std) == pytest.approx(
+        mean_and_std([t.loss for t in scored["T = 1.5"]])
+    )

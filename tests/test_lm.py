@@ -356,3 +356,19 @@ def test_the_plain_recording_says_how_it_was_made():
     line = record["repeat_test"]
     assert line["num"] == 12 and line["length"] == 64 and len(line["best_head"]) == 2
     assert 0 <= line["best_induction"] <= 1 and line["first"] > 0 and line["second"] > 0
+
+
+def test_a_stopped_run_is_the_first_steps_of_the_whole_run():
+    """``stop`` trains a prefix of the run: the whole run's schedule, so its curve (and the
+    model at that step) are the whole run's first points, not those of a shorter run."""
+    run = replace(TINY, steps=9)
+    whole, first = train_lm(run), train_lm(run, stop=6)
+    assert first.curve == whole.curve[:3] and [s for s, _, _ in first.curve] == [0, 3, 6]
+    shorter = train_lm(replace(run, steps=6))  # its schedule decays over 6 steps, not 9
+    assert shorter.curve[1:] != first.curve[1:]
+    log = io.StringIO()
+    ends_between = train_lm(run, progress=log, stop=5)  # evaluated at its last step too
+    assert [s for s, _, _ in ends_between.curve] == [0, 3, 5] and " 5/5 " in log.getvalue()
+    for stop in (0, 10):
+        with pytest.raises(ValueError, match="between 1 and the run's 9 steps"):
+            train_lm(run, stop=stop)

@@ -1,8 +1,9 @@
 """SLOW: the train command trains the Shakespeare model briefly from scratch and saves it.
 
 That training learns more than character frequencies is proved by notebook 11's live run
-under nbval (a fresh run ends within 0.15 nats of the stored run) together with
-tests/test_live_training.py (the stored run ends below 0.7 ln 75, under the unigram entropy).
+under nbval (a fresh run's first 100 steps end within 0.15 nats of the stored run's) together
+with tests/test_live_training.py (the stored run is below 0.7 ln 75, under the unigram entropy,
+at step 100 and at its end).
 """
 
 from __future__ import annotations

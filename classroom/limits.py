@@ -29,6 +29,7 @@ from pathlib import Path
 
 CPU_PERIOD_US = 100_000
 CONTROLLERS = ("memory", "cpu", "pids")
+ACCOUNTING = "cpuacct"  # v1 only, where mounted: CPU-seconds per student (v2: cpu.stat)
 _UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
@@ -69,7 +70,7 @@ class Hierarchy:
             mount_point = Path(left.split()[4])
             if fstype == "cgroup":
                 for name in options.split(","):
-                    if name in CONTROLLERS:
+                    if name in (*CONTROLLERS, ACCOUNTING):
                         mounts_v1[name] = mount_point
             elif fstype == "cgroup2" and (mount_point / "cgroup.controllers").exists():
                 if set(CONTROLLERS) <= set(
@@ -79,7 +80,8 @@ class Hierarchy:
         if set(CONTROLLERS) <= set(mounts_v1):
             parents = {
                 name: mounts_v1[name] / own.get(name, "/").lstrip("/") / "attn-class"
-                for name in CONTROLLERS
+                for name in (*CONTROLLERS, ACCOUNTING)
+                if name in mounts_v1
             }
             return cls(1, parents)
         if unified is not None:
@@ -109,7 +111,7 @@ class StudentCgroup:
     def create(self, limits: Limits) -> None:
         quota = int(limits.cpus * CPU_PERIOD_US)
         if self.hierarchy.version == 1:
-            memory, cpu, pids = self.folders
+            memory, cpu, pids = self.folders[:3]
             for folder in self.folders:
                 folder.mkdir(parents=True, exist_ok=True)
             _write(memory / "memory.limit_in_bytes", limits.memory)
@@ -144,6 +146,15 @@ class StudentCgroup:
             except OSError:
                 pass
         return found
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by everything in the cgroup so far (None: not accounted here)."""
+        if self.hierarchy.version == 1:
+            if len(self.folders) < 4:
+                return None
+            return int((self.folders[3] / "cpuacct.usage").read_text()) / 1e9
+        stat = (self.folders[0] / "cpu.stat").read_text().split()
+        return int(stat[stat.index("usage_usec") + 1]) / 1e6
 
     def memory_bytes(self) -> int:
         """Memory charged to the cgroup now (RSS and page cache of its files)."""

@@ -37,6 +37,9 @@ from pathlib import Path
 import pytest
 from support import CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT
 
+sys.path.insert(0, str(ROOT / "classroom"))
+from limits import Hierarchy, StudentCgroup  # noqa: E402
+
 CLASS_VENV = Path(os.environ.get("ATTN_CLASS_VENV", "/opt/attn-class/venv"))
 PROXY = ROOT / "classroom" / "node_modules" / ".bin" / "configurable-http-proxy"
 TEACH = ROOT / "classroom" / "teach.py"
@@ -177,7 +180,8 @@ class Class:
             subprocess.run(["userdel", "-r", user], capture_output=True)
         subprocess.run(["groupdel", self.group], capture_output=True)
         shutil.rmtree(self.folder, ignore_errors=True)
-        for parent in ("memory", "cpu", "pids"):  # cgroups of the students' servers, if left
+        # cgroups of the students' servers, if any are left
+        for parent in ("memory", "cpu", "pids", "cpuacct"):
             for folder in Path("/sys/fs/cgroup", parent).glob("**/attn-class/*"):
                 if folder.name in self.students or folder.name == self.teacher:
                     with contextlib.suppress(OSError):
@@ -234,10 +238,12 @@ def _login(browser, klass: Class, user: str):
 
 
 def _wait_for_lab(page) -> None:
+    """Until JupyterLab has started, restored its layout (a restored tab can cover one opened
+    before) and taken its splash screen down (it covers the page)."""
     page.wait_for_url(re.compile(r"/user/[^/]+/lab"), timeout=START_S * 1000)
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
-                           timeout=START_S * 1000)  # fmt: skip
-    page.evaluate("() => window.jupyterapp.started")
+    page.wait_for_function("() => window.jupyterapp", timeout=START_S * 1000)
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+    page.wait_for_function("() => !document.querySelector('#jupyterlab-splash')")
 
 
 def _assignments(page):
@@ -383,6 +389,7 @@ def test_a_class_on_a_real_jupyterhub(klass: Class, playwright_browser) -> None:
     resumed = klass.teach("grade", "01")
     timings["grading (after the interruption)"] = time.monotonic() - start
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    timings["grading interrupted and resumed (1 = yes)"] = float(interrupted)
     if interrupted:
         assert "already graded" in resumed.stderr, resumed.stderr
 
@@ -443,6 +450,10 @@ def test_a_class_on_a_real_jupyterhub(klass: Class, playwright_browser) -> None:
 
     for context, _ in pages.values():
         context.close()
+    hierarchy = Hierarchy.detect()
+    used = [StudentCgroup(hierarchy, s).cpu_seconds() for s in klass.students]
+    if None not in used:  # the servers and kernels: the hub reaps none of them at teardown
+        timings["students' servers and kernels, CPU-s"] = sum(used)
     (ARTIFACTS / "timings.txt").write_text(
         "".join(f"{name:<45}{seconds:6.1f} s\n" for name, seconds in timings.items())
     )

@@ -192,3 +192,26 @@ def test_the_kubernetes_and_slurm_files_agree_with_the_one_machine_setup() -> No
     assert page["disabledExtensions"] == teach.LAB_DISABLED
     sbatch = (ROOT / "classroom" / "slurm" / "grade.sbatch").read_text()
     assert "#SBATCH --array=1-8" in sbatch and "--shard" in sbatch
+
+
+def test_the_class_extra_pins_exact_versions() -> None:
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = extra["optional-dependencies"]["class"]
+    assert pins and all("==" in pin for pin in pins), pins
+    package = json.loads((ROOT / "classroom" / "package.json").read_text())
+    assert all(v[0].isdigit() for v in package["dependencies"].values()), "npm: exact pins"
+
+
+def test_a_second_release_is_refused_and_says_what_students_keep(tmp_path, monkeypatch) -> None:
+    course = _course(tmp_path)
+
+    class Exists(_Done):
+        returncode = 1
+        stderr = "[ReleaseAssignmentApp | ERROR] Destination already exists, add --force"
+
+    monkeypatch.setattr(teach.Course, "nbgrader", lambda self, *a: Exists())
+    with pytest.raises(teach.ClassError, match="already released; students who fetched it keep"):
+        teach.release(course, "01", None, force=False)
+    assert (course.root / "release" / "01_causal_attention" / "01_causal_attention.ipynb").is_file()

@@ -407,9 +407,8 @@ def test_a_class_on_a_real_jupyterhub(klass: Class, playwright_browser) -> None:
     expected = {right: ("passed", 4), wrong: ("failed", 1), blank: ("not attempted", 4)}
     for student, (verdict, count) in expected.items():
         context, page = pages[student]
-        page.reload()  # the tab's list is read when it opens
-        _wait_for_lab(page)
         _assignments(page)
+        page.locator("#refresh_assignments_list:visible").click()  # feedback is now available
         _row_button(page, "submitted_assignments_list", "Fetch Feedback").first.click()
         view = page.locator("#submitted_assignments_list:visible a", has_text="view feedback")
         view = view.first

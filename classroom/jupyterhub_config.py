@@ -70,8 +70,8 @@ class ClassSpawner(LocalProcessSpawner):
 
     async def stop(self, now=False):
         await super().stop(now=now)
-        if self._cgroup is not None:
-            self._cgroup.remove()  # kernels the server left behind die with it
+        if self._cgroup is not None:  # kernels the server left behind die with it
+            await asyncio.get_running_loop().run_in_executor(None, self._cgroup.remove)
 
     async def _refresh_lectures(self) -> None:
         """Run lectures.py as the student (never as root in their home: no link can trick it)."""

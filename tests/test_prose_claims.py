@@ -1024,7 +1024,7 @@ CLAIMS = [
         "instead of 0.42556 at 101",
         "0.42556",
         5,
-        r"\n +101\.0 .*\] +\[([\d.]+),",
+        r"\n +101\.0 +\S+ +\S+ +\[\S+ \S+\] +\[([\d.]+),",
     ),
     (
         "01_causal_attention",
@@ -1052,14 +1052,37 @@ CLAIMS = [
         "gives 0.42556 and 0.57444 whatever the gap",
         "0.42556",
         5,
-        r"\n +104\.1 .*\] +\[([\d.]+),",
+        r"\n +200\.0 +\S+ +\S+ +\[\S+ \S+\] +\[([\d.]+),",
     ),
     (
         "01_causal_attention",
         "gives 0.42556 and 0.57444 whatever the gap",
         "0.57444",
         5,
-        r"\n +104\.1 .*\] +\[\S+ ([\d.]+)\]",
+        r"\n +200\.0 +\S+ +\S+ +\[\S+ \S+\] +\[\S+ ([\d.]+)\]",
+    ),
+    # 01, a finite fill before the softmax is as safe as -inf (last column of the same table)
+    (
+        "01_causal_attention",
+        "(last column, up to a gap of 200)",
+        "0.42556",
+        5,
+        r"\n +200\.0 +\S+ +\S+ +(?:\[\S+ \S+\] +){2}\[([\d.]+),",
+    ),
+    (
+        "01_causal_attention",
+        "(last column, up to a gap of 200)",
+        "0.57444",
+        5,
+        r"\n +200\.0 +\S+ +\S+ +(?:\[\S+ \S+\] +){2}\[\S+ ([\d.]+)\]",
+    ),
+    ("01_causal_attention", "up to a gap of 200", "200", 0, r"\n +(200)\.0 "),
+    (
+        "01_causal_attention",
+        "`-inf` gives NaN, `-1e9` gives uniform",
+        "0.3333",
+        4,
+        r"filled with -1e\+09: tensor\(\[([\d.]+),",
     ),
     (
         "01_causal_attention",
@@ -1067,6 +1090,13 @@ CLAIMS = [
         "171.1",
         1,
         r"minus score of 'The' itself: ([\d.]+)",
+    ),
+    (
+        "01_causal_attention",
+        'the weight 1.000 they print for "The"',
+        "1.000",
+        3,
+        r"-inf before the softmax:\ntensor\(\[\[([\d.]+),",
     ),
     # 01, dropout: one draw (seed 123), then 20,000 draws
     (
@@ -1161,6 +1191,15 @@ CLAIMS = [
     ),
     ("01_causal_attention", "(gaps up to 38.48)", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
     ("01_causal_attention", "it puts 1.000 on", "1.000", 3, r"\n +20 \| .*\[(?:\S+ ){3}([\d.]+),"),
+    # 01, the notes' head of "The Kid Smiles" is decisive by scale: query "Smiles"'s row
+    (
+        "01_causal_attention",
+        '"Smiles" span 49.5',
+        "49.5",
+        1,
+        r"'Smiles': visible scaled .* span ([\d.]+);",
+    ),
+    ("01_causal_attention", 'puts 0.998 on "Kid"', "0.998", 3, r"weight on 'Kid' ([\d.]+)"),
     (
         "01_causal_attention",
         "$(1 - 0.19) / 0.9 = 0.90$",
@@ -3613,6 +3652,30 @@ def test_01_untrained_head_on_larger_inputs_reads_query_rows():
         assert row != [round(w, 3) for w in weights[:, 5].tolist()]  # the reversed reading
     assert printed[20].index(max(printed[20])) == 3  # "work", the fourth token
     assert min(printed[5]) == printed[5][2] and max(printed[5]) == printed[5][3]
+
+
+def test_01_notes_head_is_read_along_the_query_row_of_smiles():
+    """01: "the visible scaled scores of its query "Smiles" span 49.5, and "Smiles" puts 0.998
+    on "Kid"": row 2 of the notes' printed scores (query "Smiles" over keys "The", "Kid",
+    "Smiles"); read down column 2 (key "Smiles" as seen by every query) the span is 20.7 and
+    the softmax gives 0.000 at position 1, so the reversed reading gives other numbers."""
+    import torch
+
+    cells = nbformat.read(ROOT / "notebooks" / "01_causal_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, 'puts 0.998 on "Kid"'))
+    found = re.search(
+        r"'Smiles': visible scaled scores span ([\d.]+); weight on 'Kid' ([\d.]+)", text
+    )
+    span, weight = float(found.group(1)), float(found.group(2))
+    notes = torch.tensor(
+        [[-318.27, -21.97, -48.61], [-294.65, 9.55, -40.73], [-87.56, -1.77, -12.76]]
+    )  # the lecture notes' printed scores of their first head, (query, key)
+    scaled = notes / 3**0.5
+    row, column = scaled[2], scaled[:, 2]
+    assert round(float(row.max() - row.min()), 1) == span == 49.5
+    assert round(float(torch.softmax(row, dim=-1)[1]), 3) == weight == 0.998
+    assert round(float(column.max() - column.min()), 1) != span  # the reversed reading
+    assert round(float(torch.softmax(column, dim=-1)[1]), 3) != weight
 
 
 def test_02_only_the_first_row_of_the_notes_printout_survives_the_bug():

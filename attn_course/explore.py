@@ -67,7 +67,8 @@ class Picture:
         mask: boolean, broadcastable to ``weights``, True = hidden; None = nothing hidden.
         title: the figure title.
         view: "weights" (fixed 0-1 scale) or "deviation" (weight - uniform, own scale).
-        row_std: standard deviation of the scores softmax sees within a row (over its visible
+        row_std: population standard deviation (divided by the number of visible keys, not
+            by that number minus one) of the scores softmax sees within a row (over its visible
             keys), averaged over the rows with at least two visible keys. The spread across
             rows is left out: softmax(s + c) = softmax(s), so a row's common level is invisible.
     """
@@ -127,9 +128,10 @@ def _softmax_scores(
         mask: boolean, broadcastable to (num_heads, num_tokens, num_tokens), True = hidden.
 
     Returns:
-        The (num_heads, num_tokens, num_tokens) weights and the standard deviation of the
-        divided scores within each row (its visible cells: what softmax sees), averaged over
-        the rows with at least two visible keys.
+        The (num_heads, num_tokens, num_tokens) weights and the population standard deviation
+        (divided by the number of visible keys, not by that number minus one) of the divided
+        scores within each row (its visible cells: what softmax sees), averaged over the rows
+        with at least two visible keys.
     """
     scaled = queries @ keys.transpose(1, 2) / divisor  # (num_heads, num_tokens, num_tokens)
     hidden = torch.zeros_like(scaled, dtype=torch.bool)

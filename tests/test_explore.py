@@ -164,4 +164,6 @@ def test_row_std_is_the_spread_within_each_visible_row():
     scaled = queries @ keys.transpose(1, 2) / 2.0
     per_row = [scaled[h, i, : i + 1].std(correction=0) for h in range(2) for i in range(1, 5)]
     assert row_std == pytest.approx(float(torch.stack(per_row).mean()), rel=1e-5)
+    sample = [scaled[h, i, : i + 1].std(correction=1) for h in range(2) for i in range(1, 5)]
+    assert row_std != pytest.approx(float(torch.stack(sample).mean()), rel=1e-2)  # not n - 1
     assert row_std < float(scaled[~mask.expand(2, 5, 5)].std())  # the row offsets are left out

@@ -1024,7 +1024,7 @@ CLAIMS = [
         "instead of 0.42556 at 101",
         "0.42556",
         5,
-        r"\n +101\.0 .*\] +\[([\d.]+),",
+        r"\n +101\.0 +\S+ +\S+ +\[\S+ \S+\] +\[([\d.]+),",
     ),
     (
         "01_causal_attention",
@@ -1052,14 +1052,37 @@ CLAIMS = [
         "gives 0.42556 and 0.57444 whatever the gap",
         "0.42556",
         5,
-        r"\n +104\.1 .*\] +\[([\d.]+),",
+        r"\n +200\.0 +\S+ +\S+ +\[\S+ \S+\] +\[([\d.]+),",
     ),
     (
         "01_causal_attention",
         "gives 0.42556 and 0.57444 whatever the gap",
         "0.57444",
         5,
-        r"\n +104\.1 .*\] +\[\S+ ([\d.]+)\]",
+        r"\n +200\.0 +\S+ +\S+ +\[\S+ \S+\] +\[\S+ ([\d.]+)\]",
+    ),
+    # 01, a finite fill before the softmax is as safe as -inf (last column of the same table)
+    (
+        "01_causal_attention",
+        "(last column, up to a gap of 200)",
+        "0.42556",
+        5,
+        r"\n +200\.0 +\S+ +\S+ +(?:\[\S+ \S+\] +){2}\[([\d.]+),",
+    ),
+    (
+        "01_causal_attention",
+        "(last column, up to a gap of 200)",
+        "0.57444",
+        5,
+        r"\n +200\.0 +\S+ +\S+ +(?:\[\S+ \S+\] +){2}\[\S+ ([\d.]+)\]",
+    ),
+    ("01_causal_attention", "up to a gap of 200", "200", 0, r"\n +(200)\.0 "),
+    (
+        "01_causal_attention",
+        "`-inf` gives NaN, `-1e9` gives uniform",
+        "0.3333",
+        4,
+        r"filled with -1e\+09: tensor\(\[([\d.]+),",
     ),
     (
         "01_causal_attention",
@@ -1067,6 +1090,13 @@ CLAIMS = [
         "171.1",
         1,
         r"minus score of 'The' itself: ([\d.]+)",
+    ),
+    (
+        "01_causal_attention",
+        'the weight 1.000 they print for "The"',
+        "1.000",
+        3,
+        r"-inf before the softmax:\ntensor\(\[\[([\d.]+),",
     ),
     # 01, dropout: one draw (seed 123), then 20,000 draws
     (
@@ -1161,6 +1191,15 @@ CLAIMS = [
     ),
     ("01_causal_attention", "(gaps up to 38.48)", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
     ("01_causal_attention", "it puts 1.000 on", "1.000", 3, r"\n +20 \| .*\[(?:\S+ ){3}([\d.]+),"),
+    # 01, the notes' head of "The Kid Smiles" is decisive by scale: query "Smiles"'s row
+    (
+        "01_causal_attention",
+        '"Smiles" span 49.5',
+        "49.5",
+        1,
+        r"'Smiles': visible scaled .* span ([\d.]+);",
+    ),
+    ("01_causal_attention", 'puts 0.998 on "Kid"', "0.998", 3, r"weight on 'Kid' ([\d.]+)"),
     (
         "01_causal_attention",
         "$(1 - 0.19) / 0.9 = 0.90$",
@@ -1414,29 +1453,50 @@ CLAIMS = [
     ),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.025", 3, r"\n +1 \| +[\d.]+ +([\d.]+)"),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.326", 3, r"\n +64 \| +[\d.]+ +([\d.]+)"),
+    # 02, the unscaled spread grows 13.3 times (column "grown") against sqrt(64) = 8
     (
         "02_multihead_wrapper",
-        "not/scaled: 2, 4 and 8",
-        "2",
-        2,
-        r"\n +4 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+        "13.3 times for a head 64 times wider",
+        "13.3",
+        1,
+        r"\n +64 \| +[\d.]+ +[\d.]+ +([\d.]+) +\d+ \|",
     ),
     (
         "02_multihead_wrapper",
-        "not/scaled: 2, 4 and 8",
-        "4",
-        2,
-        r"\n +16 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
-    ),
-    (
-        "02_multihead_wrapper",
-        "not/scaled: 2, 4 and 8",
+        "the √64 = 8 of a sum",
         "8",
-        2,
-        r"\n +64 \| +[\d.]+ +[\d.]+ +([\d.]+) \|",
+        0,
+        r"\n +64 \| +[\d.]+ +[\d.]+ +[\d.]+ +(\d+) \|",
     ),
     # 02, why the untrained heads are near uniform; the swapped version digit for digit
-    ("02_multihead_wrapper", "(std 0.0399, status line", "0.0399", 4, r"std ([\d.]+) within a row"),
+    (
+        "02_multihead_wrapper",
+        "with a standard deviation of 0.0399 on average",
+        "0.0399",
+        4,
+        r"std ([\d.]+) within a row",
+    ),
+    (
+        "02_multihead_wrapper",
+        "differ by at most 0.255 (head 2",
+        "0.255",
+        3,
+        r"head 2, largest minus .*: (?:\S+, ){4}([\d.]+)\n",
+    ),
+    (
+        "02_multihead_wrapper",
+        "its weights run from 0.1449 to 0.1869",
+        "0.1449",
+        4,
+        r"\[(?:[\d.]+, ){5}([\d.]+)\]\]\]\)",
+    ),
+    (
+        "02_multihead_wrapper",
+        "its weights run from 0.1449 to 0.1869",
+        "0.1869",
+        4,
+        r"\[(?:[\d.]+, ){2}([\d.]+)(?:, [\d.]+){3}\]\]\]\)",
+    ),
     (
         "02_multihead_wrapper",
         "its 24 values are the 24 printed",
@@ -1522,9 +1582,9 @@ CLAIMS = [
     ),
     (
         "02_multihead_wrapper",
-        "no seed's average passes 0.33",
-        "0.33",
-        2,
+        "the largest seed's average is 0.332",
+        "0.332",
+        3,
         r"\n +0\.1 \| +[\d.]+ ± [\d.]+, [\d.]+ to ([\d.]+) ",
     ),
     (
@@ -1543,16 +1603,16 @@ CLAIMS = [
     ),
     (
         "02_multihead_wrapper",
-        "from 0.54\nto 0.89 by seed",
-        "0.54",
-        2,
+        "from 0.544\nto 0.893 by seed",
+        "0.544",
+        3,
         r"\n +0\.01 \| +[\d.]+ ± [\d.]+, ([\d.]+) to ",
     ),
     (
         "02_multihead_wrapper",
-        "from 0.54\nto 0.89 by seed",
-        "0.89",
-        2,
+        "from 0.544\nto 0.893 by seed",
+        "0.893",
+        3,
         r"\n +0\.01 \| +[\d.]+ ± [\d.]+, [\d.]+ to ([\d.]+) ",
     ),
     (
@@ -3615,6 +3675,30 @@ def test_01_untrained_head_on_larger_inputs_reads_query_rows():
     assert min(printed[5]) == printed[5][2] and max(printed[5]) == printed[5][3]
 
 
+def test_01_notes_head_is_read_along_the_query_row_of_smiles():
+    """01: "the visible scaled scores of its query "Smiles" span 49.5, and "Smiles" puts 0.998
+    on "Kid"": row 2 of the notes' printed scores (query "Smiles" over keys "The", "Kid",
+    "Smiles"); read down column 2 (key "Smiles" as seen by every query) the span is 20.7 and
+    the softmax gives 0.000 at position 1, so the reversed reading gives other numbers."""
+    import torch
+
+    cells = nbformat.read(ROOT / "notebooks" / "01_causal_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, 'puts 0.998 on "Kid"'))
+    found = re.search(
+        r"'Smiles': visible scaled scores span ([\d.]+); weight on 'Kid' ([\d.]+)", text
+    )
+    span, weight = float(found.group(1)), float(found.group(2))
+    notes = torch.tensor(
+        [[-318.27, -21.97, -48.61], [-294.65, 9.55, -40.73], [-87.56, -1.77, -12.76]]
+    )  # the lecture notes' printed scores of their first head, (query, key)
+    scaled = notes / 3**0.5
+    row, column = scaled[2], scaled[:, 2]
+    assert round(float(row.max() - row.min()), 1) == span == 49.5
+    assert round(float(torch.softmax(row, dim=-1)[1]), 3) == weight == 0.998
+    assert round(float(column.max() - column.min()), 1) != span  # the reversed reading
+    assert round(float(torch.softmax(column, dim=-1)[1]), 3) != weight
+
+
 def test_02_only_the_first_row_of_the_notes_printout_survives_the_bug():
     """02: "Why does the first row ("Dream") survive the bug?": the correct wrapper agrees with
     the notes' printout in the first row (query "Dream") only; read by columns instead, no
@@ -3645,6 +3729,39 @@ def test_02_only_the_first_row_of_the_notes_printout_survives_the_bug():
     close = (ours - printed).abs() < 0.6e-4  # (num_tokens, num_heads * d_out)
     assert close.all(dim=1).tolist() == [True] + [False] * 5  # by rows (queries)
     assert close.all(dim=0).tolist() == [False] * 4  # by columns: nothing survives
+
+
+def test_02_score_spans_are_read_along_query_rows():
+    """02: "the scaled scores within a row differ by at most 0.255 (head 2, row "it")": the
+    printed spans are those of each query's row over its visible keys, recomputed from the
+    package; read down the columns (each key over the queries that see it) head 2 gives
+    0.034, 0.032, 0.028, 0.027, 0.022, so the reversed reading gives another answer."""
+    import torch
+
+    from attn_course import data
+    from attn_course.attention import MultiHeadAttentionWrapper
+
+    cells = nbformat.read(ROOT / "notebooks" / "02_multihead_wrapper.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "differ by at most 0.255 (head 2"))
+    printed = {
+        int(h): [float(v) for v in spans.split(", ")]
+        for h, spans in re.findall(r"head (\d), largest minus .*: (.*)\n", text)
+    }
+    assert sorted(printed) == [1, 2]
+    x = data.example("dream").batch()  # (1, 6, 3)
+    torch.manual_seed(123)
+    wrapper = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    for h, head in enumerate(wrapper.heads, start=1):
+        with torch.no_grad():
+            scaled = head.W_query(x)[0] @ head.W_key(x)[0].T / 2**0.5  # (query, key)
+        rows = [
+            round(float(scaled[i, : i + 1].max() - scaled[i, : i + 1].min()), 3)
+            for i in range(1, 6)
+        ]
+        columns = [round(float(scaled[j:, j].max() - scaled[j:, j].min()), 3) for j in range(5)]
+        assert printed[h] == rows
+        assert max(columns) != max(rows)  # the reversed reading
+    assert max(max(v) for v in printed.values()) == printed[2][-1] == 0.255  # head 2, row "it"
 
 
 def test_04_row_gaps_are_read_along_query_rows():

@@ -1,0 +1,165 @@
+"""One share of the machine per student (issue 29): what one kernel's messages may cost the
+grader, each sandbox's CPU share, and each student's wall budget.
+
+The fast tests here feed the grader's message reader (``kernels.Inbox``) serialized Jupyter
+messages and count what it decodes; the slow ones grade a small class through
+``grade --roster`` beside a flooding, a forking and a sleeping notebook.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import zmq
+from jupyter_client.session import Session
+
+from attn_course.grading import kernels, sandbox
+from attn_course.grading.kernels import REPLY_MIME, Flooded, Inbox
+
+SESSION = Session(key=b"a key")
+
+
+class _Socket:
+    """A ZeroMQ socket holding serialized messages, handed over as frames (``copy=False``)."""
+
+    def __init__(self, messages: list[list[bytes]]):
+        self.messages = [[zmq.Frame(part) for part in parts] for parts in messages]
+
+    def poll(self, milliseconds: int = 0) -> int:
+        return int(bool(self.messages))
+
+    def recv_multipart(self, flags: int = 0, copy: bool = True) -> list:
+        return self.messages.pop(0)
+
+
+def message(kind: str, content: dict, parent: str = "m1", buffers=()) -> list[bytes]:
+    msg = SESSION.msg(kind, content, parent={"msg_id": parent})
+    return [bytes(p) for p in SESSION.serialize(msg)] + list(buffers)
+
+
+class _Counting(Session):
+    """A session that counts the messages it decodes."""
+
+    decoded: list[str]
+
+    def deserialize(self, parts, content=True, copy=True):
+        msg = super().deserialize(parts, content=content, copy=copy)
+        self.decoded.append(msg["header"]["msg_type"])
+        return msg
+
+
+def inbox(replies: bool = True) -> Inbox:
+    session = _Counting(key=b"a key")
+    session.decoded = []
+    return Inbox(session, "m1", replies)
+
+
+FLOOD = json.dumps(list(range(100_000)))  # about 0.6 MB of JSON list: slow to parse
+
+
+def test_types_the_protocol_does_not_use_are_dropped_unread():
+    box = inbox()
+    box.drain(
+        _Socket(
+            [
+                message("stream", {"name": "stdout", "text": FLOOD}),
+                message("comm_msg", {"data": FLOOD}),
+                message("error", {"ename": "E", "evalue": FLOOD, "traceback": []}),
+                message("execute_result", {"data": {"text/plain": FLOOD}}),
+                message("display_data", {"data": {REPLY_MIME: "not ours"}}, parent="other"),
+                message("status", {"execution_state": "idle"}),
+            ]
+        )
+    )
+    assert box.session.decoded == ["status"] and box.idle
+    assert box.received > 4 * len(FLOOD)  # counted all the same
+
+
+def test_a_cells_display_data_is_never_decoded():
+    box = inbox(replies=False)  # a learner's cell: no reply is expected
+    box.drain(_Socket([message("display_data", {"data": {"application/json": FLOOD}})] * 3))
+    assert box.session.decoded == [] and box.replies == []
+
+
+def test_one_reply_is_kept_and_later_ones_are_counted_unread():
+    box = inbox()
+    first = message("display_data", {"data": {REPLY_MIME: "the reply"}})
+    later = message("display_data", {"data": {REPLY_MIME: FLOOD}})
+    box.drain(_Socket([first, later, later, later]))
+    assert box.replies == ["the reply", "", "", ""]  # four answers: malformed, one kept
+    assert box.session.decoded == ["display_data"]
+
+
+def test_display_data_is_decoded_within_a_budget_per_request(monkeypatch):
+    monkeypatch.setattr(kernels, "MAX_PARSED_BYTES", 3 * len(FLOOD))
+    box = inbox()
+    plots = [message("display_data", {"data": {"application/json": FLOOD}}) for _ in range(10)]
+    box.drain(_Socket(plots))
+    assert box.session.decoded == ["display_data"] * 2  # within the budget: not replies
+    assert box.replies == [""] * 8  # past it: unread, counted as answers
+
+
+def test_oversized_headers_and_contents_are_dropped_unread():
+    box = inbox()
+    huge_header = message("status", {"execution_state": "idle"})
+    huge_header[2] = json.dumps({"msg_type": "status", "pad": FLOOD}).encode()
+    big_status = message("status", {"execution_state": "idle", "pad": FLOOD})
+    box.drain(_Socket([huge_header, big_status]))
+    assert box.session.decoded == [] and not box.idle
+    big_reply = message("execute_reply", {"status": "ok", "pad": "x" * (5 << 20)})
+    assert box.read_reply(_Socket([big_reply])) is None
+    assert box.read_reply(_Socket([message("execute_reply", {"status": "ok"})])) is not None
+
+
+def test_a_request_past_its_byte_cap_is_stopped_before_decoding(monkeypatch):
+    monkeypatch.setattr(kernels, "MAX_REQUEST_BYTES", 10 * len(FLOOD))
+    box = inbox()
+    with pytest.raises(Flooded, match="MiB of messages for one request"):
+        box.drain(_Socket([message("stream", {"text": FLOOD})] * 20))
+    assert box.session.decoded == []
+    # extra frames (buffers) count too
+    box = inbox()
+    with pytest.raises(Flooded):
+        box.drain(_Socket([message("status", {}, buffers=[FLOOD.encode()] * 12)]))
+
+
+def test_the_join_shell_puts_the_sandbox_in_every_cgroup(tmp_path):
+    groups = [tmp_path / "cpu", tmp_path / "pids"]
+    for group in groups:
+        group.mkdir()
+    argv = sandbox.command(["/usr/bin/true"], None, 0, 1, None, (), tuple(groups))
+    at = argv.index("--")
+    assert argv[:3] == ["/bin/sh", "-c", sandbox._JOIN] and argv[4:at] == list(map(str, groups))
+    import subprocess
+
+    done = subprocess.run([*argv[: at + 1], "sh", "-c", "echo $$"], capture_output=True, text=True)
+    pid = done.stdout.strip()
+    assert all((g / "cgroup.procs").read_text().strip() == pid for g in groups)
+
+
+def test_share_cgroups_v1_and_v2(tmp_path):
+    """Made in the grader's own cgroup of each v1 hierarchy; beside it in v2."""
+    v1 = tmp_path / "v1"
+    for name in ("cpu,cpuacct/grader", "pids/grader"):
+        (v1 / name).mkdir(parents=True)
+    made = sandbox.share_cgroups(v1, "4:pids:/grader\n2:cpu,cpuacct:/grader\n0::/\n")
+    assert [g.parent for g in made] == [v1 / "cpu,cpuacct/grader", v1 / "pids/grader"]
+    assert (made[0] / "cpu.shares").read_text() == str(sandbox.CPU_SHARES)
+    assert (made[1] / "pids.max").read_text() == str(sandbox.PIDS_MAX)
+    v2 = tmp_path / "v2"
+    (v2 / "service" / "grader").mkdir(parents=True)
+    (v2 / "cgroup.controllers").write_text("cpu memory pids\n")
+    (made,) = sandbox.share_cgroups(v2, "0::/service/grader\n")
+    assert made.parent == v2 / "service"
+    assert (made / "cpu.weight").read_text() == str(sandbox.CPU_WEIGHT)
+    assert sandbox.share_cgroups(tmp_path / "none", "0::/\n") == ()
+
+
+def test_no_stdin_channel_and_a_short_receive_queue():
+    """What ZeroMQ may hold for the grader per socket is RECEIVE_QUEUE messages of at most
+    MAX_MESSAGE_BYTES a part; nothing reads a stdin channel, so none is opened."""
+    source = Path(kernels.__file__).read_text()
+    assert "setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)" in source
+    assert "start_channels(stdin=False, hb=False)" in source

@@ -35,6 +35,8 @@ class _Socket:
 
 
 def message(kind: str, content: dict, parent: str = "m1", buffers=()) -> list[bytes]:
+    if kind == "display_data":  # as ipykernel publishes it
+        content = {**content, "metadata": {}, "transient": {}}
     msg = SESSION.msg(kind, content, parent={"msg_id": parent})
     return [bytes(p) for p in SESSION.serialize(msg)] + list(buffers)
 
@@ -85,20 +87,38 @@ def test_a_cells_display_data_is_never_decoded():
 
 def test_one_reply_is_kept_and_later_ones_are_counted_unread():
     box = inbox()
-    first = message("display_data", {"data": {REPLY_MIME: "the reply"}})
-    later = message("display_data", {"data": {REPLY_MIME: FLOOD}})
-    box.drain(_Socket([first, later, later, later]))
-    assert box.replies == ["the reply", "", "", ""]  # four answers: malformed, one kept
-    assert box.session.decoded == ["display_data"]
+    first = message("display_data", {"data": {REPLY_MIME: "QUJD"}})
+    later = [message("display_data", {"data": {REPLY_MIME: "A" * len(FLOOD)}}) for _ in range(3)]
+    box.drain(_Socket([first, *later]))
+    assert box.replies == ["QUJD", "", "", ""]  # four answers: malformed, one kept
+    assert box.session.decoded == []  # recognised by form, never parsed
 
 
-def test_display_data_is_decoded_within_a_budget_per_request(monkeypatch):
-    monkeypatch.setattr(kernels, "MAX_PARSED_BYTES", 3 * len(FLOOD))
+def test_display_data_is_never_parsed():
+    """A learner's plot is dropped unread; so is anything not exactly the agent's form."""
     box = inbox()
-    plots = [message("display_data", {"data": {"application/json": FLOOD}}) for _ in range(10)]
-    box.drain(_Socket(plots))
-    assert box.session.decoded == ["display_data"] * 2  # within the budget: not replies
-    assert box.replies == [""] * 8  # past it: unread, counted as answers
+    plots = [message("display_data", {"data": {"application/json": FLOOD}}) for _ in range(5)]
+    forged = [
+        message("display_data", {"data": {REPLY_MIME: 'QU"JD'}}),
+        message("display_data", {"data": {REPLY_MIME: "QUJD", "text/plain": FLOOD}}),
+        message("display_data", {"data": {REPLY_MIME: "QUJD\u00e9"}}),
+    ]
+    unsigned = message("display_data", {"data": {REPLY_MIME: "QUJD"}})
+    unsigned[1] = b"0" * 64  # a wrong signature
+    box.drain(_Socket([*plots, *forged, unsigned]))
+    assert box.session.decoded == [] and box.replies == []
+
+
+def test_the_agents_reply_is_recognised_as_ipykernel_sends_it():
+    """The form ``Inbox`` recognises is what a real kernel's publish_display_data sends."""
+    kernel = kernels.Kernel(sandboxed=False, preload="")
+    try:
+        code = (
+            f"from IPython.display import publish_display_data as p; p({{{REPLY_MIME!r}: 'QUJD'}})"
+        )
+        assert kernel.request(code, 30)[1] == ["QUJD"]
+    finally:
+        kernel.shutdown()
 
 
 def test_oversized_headers_and_contents_are_dropped_unread():
@@ -116,13 +136,18 @@ def test_oversized_headers_and_contents_are_dropped_unread():
 def test_a_request_past_its_byte_cap_is_stopped_before_decoding(monkeypatch):
     monkeypatch.setattr(kernels, "MAX_REQUEST_BYTES", 10 * len(FLOOD))
     box = inbox()
-    with pytest.raises(Flooded, match="MiB of messages for one request"):
+    with pytest.raises(Flooded, match="messages for one request"):
         box.drain(_Socket([message("stream", {"text": FLOOD})] * 20))
     assert box.session.decoded == []
     # extra frames (buffers) count too
     box = inbox()
     with pytest.raises(Flooded):
         box.drain(_Socket([message("status", {}, buffers=[FLOOD.encode()] * 12)]))
+    # and so does the count of messages, however small
+    monkeypatch.setattr(kernels, "MAX_REQUEST_MESSAGES", 100)
+    box = inbox()
+    with pytest.raises(Flooded):
+        box.drain(_Socket([message("stream", {"text": "x"}) for _ in range(101)]))
 
 
 def test_the_join_shell_puts_the_sandbox_in_every_cgroup(tmp_path):

@@ -127,7 +127,10 @@ class _IdleFirst:
 
         self.iopub_channel = _Socket(
             [
-                message("display_data", {"data": {REPLY_MIME: "the agent's reply"}}),
+                message(
+                    "display_data",
+                    {"data": {REPLY_MIME: "the agent's reply"}, "metadata": {}, "transient": {}},
+                ),
                 message("status", {"execution_state": "idle"}),
             ]
         )

@@ -32,7 +32,7 @@ from pathlib import Path
 from ..tools.protocol import notebook_paths
 from . import sandbox
 from .escape import clean
-from .kernels import CELL_TIMEOUT, KernelPool
+from .kernels import CELL_TIMEOUT, STUDENT_BUDGET, KernelPool
 from .notebooks import planned_notebook
 from .result import NotebookReport
 
@@ -124,7 +124,17 @@ def main(argv: list[str]) -> int:
         default=CELL_TIMEOUT,
         help=f"seconds a cell may run before it is interrupted (default {CELL_TIMEOUT})",
     )
+    parser.add_argument(
+        "--student-budget",
+        type=float,
+        default=STUDENT_BUDGET,
+        metavar="SECONDS",
+        help="--roster: seconds one student's notebooks may take in all; the notebooks left "
+        f"when it runs out are marked, not graded (default {STUDENT_BUDGET})",
+    )
     args = parser.parse_args(argv)
+    if args.student_budget <= 0:
+        parser.error("--student-budget must be positive")
     if args.feedback and not args.roster:
         parser.error("--feedback goes with --roster (each shard writes its own students' pages)")
     if args.roster or args.merge:
@@ -203,7 +213,14 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         students = merge(args.merge, args.out, key)
     else:
         students = grade_roster(
-            args.roster, args.out, key, args.shard, args.jobs, args.cell_timeout, args.feedback
+            args.roster,
+            args.out,
+            key,
+            args.shard,
+            args.jobs,
+            args.cell_timeout,
+            args.feedback,
+            student_budget=args.student_budget,
         )
     print(f"{len(students)} students; gradebook: {args.out / 'gradebook.csv'}")
     return 0

@@ -20,6 +20,7 @@ Every notebook gets a kernel of its own: nothing is shared between submissions.
 from __future__ import annotations
 
 import collections
+import hmac
 import json
 import os
 import queue
@@ -41,6 +42,7 @@ from .context import OFFICIAL_ENV
 
 __all__ = [
     "CELL_TIMEOUT",
+    "STUDENT_BUDGET",
     "REPLY_MIME",
     "Kernel",
     "KernelLost",
@@ -49,6 +51,7 @@ __all__ = [
 ]
 
 CELL_TIMEOUT = 60  # seconds a learner's cell may run (default of the grade command)
+STUDENT_BUDGET = 900  # seconds one student's notebooks may take in all (grade --roster)
 REPLY_MIME = "application/x.attn-course-reply"  # the agent's replies (display_data)
 # The folder that holds the imported attn_course/ (a clone's root, or site-packages for a
 # non-editable install): the kernel imports the grader's own package, never another copy.
@@ -62,10 +65,14 @@ MAX_REQUEST_BYTES = 256 << 20  # raw bytes one request (a cell, a check's call) 
 MAX_HEADER_BYTES = 4096  # a message's header or parent header, else it is dropped unread
 MAX_STATUS_BYTES = 4096  # the content of a status message, else dropped unread
 MAX_EXECUTE_REPLY_BYTES = 4 << 20  # the content of an execute reply (a traceback), else dropped
-MAX_PARSED_BYTES = MAX_MESSAGE_BYTES + (1 << 20)  # display data decoded per request, in all
+MAX_REQUEST_MESSAGES = 50_000  # messages one request may send in all (each header is read)
 _CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 MAX_DRAIN = 1000  # messages read per look at the output channel
 _DELIMITER = b"<IDS|MSG>"
+# The agent's reply as ipykernel serializes it (publish_display_data): recognised by its
+# form, never parsed as JSON, since display data can be JSON that is slow to parse.
+_REPLY_HEAD = b'{"data": {"' + REPLY_MIME.encode() + b'": "'
+_REPLY_TAIL = b'"}, "metadata": {}, "transient": {}}'
 # Set in every grading kernel: the official flag, and idle OpenMP threads that sleep at a
 # barrier instead of spinning (how they wait, not how work is split: the numbers stay the
 # same). Several kernels share the cores in a class run, and a spinning thread waiting for its
@@ -89,23 +96,25 @@ class Flooded(Exception):
 class Inbox:
     """What one request reads from the kernel's sockets, counted in raw bytes before decoding.
 
-    Every message part is counted as ZeroMQ hands it over (``copy=False``: not even copied),
-    and past MAX_REQUEST_BYTES for the request ``Flooded`` is raised. Only the message types
-    the protocol uses are decoded (``status`` and ``display_data`` on the output channel,
-    ``execute_reply`` and ``kernel_info_reply`` on the shell channel), only when their
-    small header and parent header (read first, each capped) say they answer this request,
-    and only within their size caps; everything else (streams, errors, comm messages, other
-    requests' messages, an oversized header) is dropped unread. Display data is decoded only
-    when ``replies`` is set (a check's request to the agent; never for a learner's cell),
-    until the first agent reply and within MAX_PARSED_BYTES: later display data of the
-    request is counted as another answer (``""``, which makes the reply malformed) without
-    being read, so the grader keeps at most one reply per request.
+    Every message part is counted as ZeroMQ hands it over (``copy=False``: not even copied);
+    past MAX_REQUEST_BYTES or MAX_REQUEST_MESSAGES for the request ``Flooded`` is raised.
+    Only the message types the protocol uses are decoded (``status`` on the output channel,
+    ``execute_reply`` and ``kernel_info_reply`` on the shell channel), only when their small
+    header and parent header (read first, each capped) say they answer this request, and only
+    within their size caps; everything else (streams, errors, comm messages, other requests'
+    messages, oversized headers) is dropped unread. Display data is never parsed: when
+    ``replies`` is set (a check's request to the agent; never for a learner's cell) the
+    agent's reply is recognised by its exact form (``_REPLY_HEAD``...``_REPLY_TAIL``, a
+    base64 text between), the first is kept and every later one is counted as another
+    answer (``""``, which makes the request's reply malformed) without being read, so the
+    grader keeps at most one reply per request. Any other display data (a learner's plot) is
+    dropped unread.
     """
 
     def __init__(self, session: Any, msg_id: str, replies: bool):
         self.session, self.msg_id, self.want_replies = session, msg_id, replies
         self.received = 0  # raw bytes of every message part, decoded or not
-        self.parsed = 0  # bytes of display data decoded
+        self.messages = 0
         self.replies: list[str] = []
         self.idle = False  # the kernel said it is idle after this request: outputs all in
 
@@ -116,10 +125,11 @@ class Inbox:
 
         parts = socket.recv_multipart(zmq.NOBLOCK, copy=False)
         self.received += sum(len(part) for part in parts)
-        if self.received > MAX_REQUEST_BYTES:
+        self.messages += 1
+        if self.received > MAX_REQUEST_BYTES or self.messages > MAX_REQUEST_MESSAGES:
             raise Flooded(
-                f"sent more than {MAX_REQUEST_BYTES >> 20} MiB of messages for one request, "
-                "and was stopped"
+                f"sent more than {MAX_REQUEST_BYTES >> 20} MiB or {MAX_REQUEST_MESSAGES:,} "
+                "messages for one request, and was stopped"
             )
         at = next(
             (i for i, part in enumerate(parts[:8]) if len(part) == len(_DELIMITER)
@@ -157,14 +167,33 @@ class Inbox:
                 if msg is not None and msg["content"].get("execution_state") == "idle":
                     self.idle = True
             elif kind == "display_data" and self.want_replies:
-                if self.replies or self.parsed + size > MAX_PARSED_BYTES:
-                    self.replies.append("")  # another answer, not read
-                    continue
-                self.parsed += size
-                msg = self._decode(parts)
-                data = msg["content"].get("data") if msg is not None else None
-                if isinstance(data, dict) and REPLY_MIME in data:
-                    self.replies.append(data[REPLY_MIME])
+                text = self._reply_text(parts, whole=not self.replies)
+                if text is not None:
+                    self.replies.append("" if self.replies else text)
+
+    def _reply_text(self, parts: list, whole: bool) -> str | None:
+        """The base64 text of an agent reply (``whole``: checked and copied; else only its
+        form's ends are looked at), or None for other display data; nothing is parsed."""
+        content = parts[4]
+        size, head, tail = len(content), len(_REPLY_HEAD), len(_REPLY_TAIL)
+        view = memoryview(content)
+        if size < head + tail or view[:head] != _REPLY_HEAD or view[size - tail :] != _REPLY_TAIL:
+            return None
+        if not whole:
+            return ""
+        text = content.bytes[head : size - tail]
+        if b'"' in text or b"\\" in text or not self._signed(parts):
+            return None
+        try:
+            return text.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+
+    def _signed(self, parts: list) -> bool:
+        if self.session.auth is None:
+            return True
+        check = self.session.sign([part.buffer for part in parts[1:5]])
+        return hmac.compare_digest(parts[0].bytes, check)
 
     def read_reply(self, socket: Any) -> dict | None:
         """The next shell message, decoded if it is this request's reply, else None."""

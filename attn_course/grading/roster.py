@@ -35,10 +35,11 @@ from pathlib import Path
 from .escape import clean
 from .export import write_canvas, write_gradebook
 from .intake import Refused, Submission, find_submissions, open_regular
+from .kernels import STUDENT_BUDGET
 from .notebooks import Notebook, notebook_id, read_notebook
 from .registry import load_checks
 from .result import SCHEMA_VERSION, NotebookReport
-from .runner import grade_notebooks
+from .runner import grade_students
 from .seal import course_version, sign, verified
 
 __all__ = ["MAX_RESULT_BYTES", "Progress", "grade_roster", "in_shard", "merge", "read_result"]
@@ -176,6 +177,7 @@ def grade_roster(
     cell_timeout: int = 60,
     feedback: bool = False,
     log: Log = _stderr,
+    student_budget: float = STUDENT_BUDGET,
 ) -> list[dict]:
     """Grade the students of ``roster`` in ``shard`` into ``out``; their results, by id."""
     if (roster / "nbgrader_config.py").is_file() and (roster / "submitted").is_dir():
@@ -222,7 +224,8 @@ def grade_roster(
             if not picked[submission.student]:
                 finish(submission)
         if owner:
-            grade_notebooks(list(owner), cell_timeout, jobs, on_done)
+            each = [picked[s.student] for s in todo if picked[s.student]]
+            grade_students(each, student_budget, cell_timeout, jobs, on_done)
         students = [results[s.student] for s in submissions]
         if feedback:
             _write_feedback(out / "feedback", students, submissions)

@@ -39,7 +39,14 @@ import torch
 from ..tools.protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
 from . import agent, withheld
 from .context import OFFICIAL_TIME_FACTOR, REQUEST_GRACE, SALT
-from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
+from .kernels import (
+    CELL_TIMEOUT,
+    STUDENT_BUDGET,
+    Kernel,
+    KernelLost,
+    KernelPool,
+    start_kernel,
+)
 from .notebooks import Notebook, notebook_id, planned_notebook, read_notebook
 from .registry import CHECKS, checks_for, load_checks
 from .remote import LearnerError, RemoteTimeout, Session
@@ -48,10 +55,12 @@ from .verdicts import run_check
 
 __all__ = [
     "CELL_TIMEOUT",
+    "STUDENT_BUDGET",
     "NotebookReport",
     "KernelPool",
     "grade_notebooks",
     "grade_file",
+    "grade_students",
 ]
 
 NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
@@ -242,8 +251,11 @@ def _grade_one(spec, notebook: Notebook, run: _Execution, salt: int) -> CheckRes
     return result
 
 
-def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -> NotebookReport:
-    """Grade one notebook file with a kernel from ``pool``."""
+def grade_file(
+    path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT, until: float = float("inf")
+) -> NotebookReport:
+    """Grade one notebook file with a kernel from ``pool``; nothing of it runs past ``until``
+    (``time.monotonic()``: its student's budget, ``grade_students``)."""
     start = time.monotonic()
     report = NotebookReport(str(path))
     try:
@@ -265,7 +277,7 @@ def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -
         )
         return report
     try:
-        _run_and_grade(notebook, specs, pool, cell_timeout, report, start)
+        _run_and_grade(notebook, specs, pool, cell_timeout, report, start, until)
     except Exception as exc:  # whatever broke, it costs this notebook only
         report.error = f"the grader could not finish this notebook: {exc!r:.300}"
     graded = {result.id for result in report.checks}
@@ -285,11 +297,11 @@ def notebook_budget(specs, cell_timeout: float, kernels: int = 1) -> float:
     return kernels * NOTEBOOK_TIMEOUT_CELLS * cell_timeout + checks + STARTS_SECONDS
 
 
-def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start) -> None:
+def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start, until) -> None:
     """The notebook's cells, then its checks, in each kernel that grades some of them (one,
     or two where some checks build on the course's versions of the others: ``withheld``)."""
     sandboxes = withheld.sandboxes(report.notebook)
-    deadline = start + notebook_budget(specs, cell_timeout, len(sandboxes))
+    deadline = min(start + notebook_budget(specs, cell_timeout, len(sandboxes)), until)
     apart = withheld.APART.get(report.notebook, ())
     results: dict[str, CheckResult] = {}
     for withholding, of_apart in sandboxes:
@@ -320,6 +332,72 @@ def _add_time(report: NotebookReport, phase: str, since: float) -> None:
     report.timings[phase] = report.timings.get(phase, 0.0) + time.monotonic() - since
 
 
+def _over_budget(path: Path, budget: float, started: bool) -> str:
+    when = "while this notebook was graded" if started else "before this notebook was graded"
+    return (
+        f"your grading time ran out {when}: each student's notebooks get {budget:.0f} s "
+        "in all (the class's --student-budget)"
+    )
+
+
+def _not_graded(path: Path, why: str) -> NotebookReport:
+    """The report of a notebook that was not run: every check an error saying ``why``."""
+    try:
+        name = notebook_id(read_notebook(path), path)
+    except ValueError:
+        name = notebook_id(Notebook({}, []), path)
+    checks = [CheckResult(s.id, Status.TIMEOUT, why) for s in checks_for(name)]
+    return NotebookReport(str(path), notebook=name, checks=checks, error=why)
+
+
+def grade_students(
+    students: list[list[Path]],
+    budget: float,
+    cell_timeout: int = CELL_TIMEOUT,
+    jobs: int = 2,
+    on_done: Callable[[NotebookReport], None] | None = None,
+) -> list[list[NotebookReport]]:
+    """Grade each student's notebooks one after the other, ``jobs`` students at a time, in the
+    sandbox: a student holds one grading slot at a time, for at most ``budget`` seconds in
+    all (``grade --roster --student-budget``). A notebook still running when its student's
+    time runs out is stopped there (its later checks are timed out); the student's later
+    notebooks are not run, and every one of them says so in its report: nothing is lost
+    silently. Reports in the order of ``students``."""
+    load_checks()
+    torch.set_num_threads(1)  # the kernels need the cores
+    pool = KernelPool(jobs, [planned_notebook(p) for paths in students for p in paths])
+
+    def one_student(paths: list[Path]) -> list[NotebookReport]:
+        until, reports = time.monotonic() + budget, []
+        for path in paths:
+            if until - time.monotonic() < REPLACE_MIN_SECONDS:
+                report = _not_graded(path, _over_budget(path, budget, started=False))
+            else:
+                report = _grade_one_file(path, pool, cell_timeout, until)
+                if time.monotonic() >= until:
+                    cut = _over_budget(path, budget, started=True)
+                    report.error = f"{cut} ({report.error})" if report.error else cut
+            if on_done:
+                on_done(report)
+            reports.append(report)
+        return reports
+
+    try:
+        with ThreadPoolExecutor(jobs, thread_name_prefix="grade") as workers:
+            return list(workers.map(one_student, students))
+    finally:
+        pool.close()
+
+
+def _grade_one_file(
+    path: Path, pool: KernelPool, cell_timeout: int, until: float = float("inf")
+) -> NotebookReport:
+    try:
+        return grade_file(Path(path), pool, cell_timeout, until)
+    except Exception as exc:  # e.g. JSON nested too deep to read: this notebook only
+        return NotebookReport(str(path), error=f"could not be graded: {exc!r:.300}")
+
+
 def grade_notebooks(
     paths: list[Path],
     cell_timeout: int = CELL_TIMEOUT,
@@ -345,10 +423,7 @@ def grade_notebooks(
     pool = pool or KernelPool(jobs, [planned_notebook(p) for p in paths], sandboxed)
 
     def one(path: Path) -> NotebookReport:
-        try:
-            report = grade_file(Path(path), pool, cell_timeout)
-        except Exception as exc:  # e.g. JSON nested too deep to read: this notebook only
-            report = NotebookReport(str(path), error=f"could not be graded: {exc!r:.300}")
+        report = _grade_one_file(path, pool, cell_timeout)
         if on_done:
             on_done(report)
         return report

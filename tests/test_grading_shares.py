@@ -8,12 +8,15 @@ messages and count what it decodes; the slow ones grade a small class through
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
 import pytest
 import zmq
 from jupyter_client.session import Session
+from support import ROOT, write_notebook
+from support import grade_ok as grade
 
 from attn_course.grading import kernels, sandbox
 from attn_course.grading.kernels import REPLY_MIME, Flooded, Inbox
@@ -188,3 +191,115 @@ def test_no_stdin_channel_and_a_short_receive_queue():
     source = Path(kernels.__file__).read_text()
     assert "setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)" in source
     assert "start_channels(stdin=False, hb=False)" in source
+
+
+# ---- a class graded beside a flooding, a forking and a sleeping notebook (slow) ----------
+
+STEM = "04_stepwise_reshape"  # the quickest notebook to grade: 3 checks
+BUDGET = 30  # --student-budget of the class run
+CELL_TIMEOUT = 10
+FLOOD_CELL = """
+import time
+from IPython.display import publish_display_data
+big = list(range(400_000))  # about 2.7 MB of JSON list, slow to parse
+start = time.time()
+while time.time() - start < 60:  # interrupted at the cell timeout
+    publish_display_data({"application/json": big})
+    time.sleep(0.25)
+"""
+FLOODING_CHECK = """
+_split_heads = split_heads
+fake = "A" * (40 << 20)  # reply-typed messages: the grader keeps none of them
+def split_heads(x, num_heads):
+    for _ in range(5):
+        publish_display_data({"application/x.attn-course-reply": fake})
+    publish_display_data({"application/json": big})
+    return _split_heads(x, num_heads)
+"""
+FORK_CELL = """
+import os, time
+for _ in range(200):  # busy processes: one CPU share for all of them
+    if os.fork() == 0:
+        end = time.time() + 8
+        while time.time() < end:
+            pass
+        os._exit(0)
+"""
+SLEEP_CELL = "try:\n    time.sleep(9)\nexcept BaseException:\n    pass"
+
+
+def _solution_cells() -> list[str]:
+    notebook = json.loads((ROOT / "solutions" / f"{STEM}.ipynb").read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.fixture(scope="module")
+def attacked_class(tmp_path_factory):
+    if sandbox.available() is not None:
+        pytest.skip(f"no grading sandbox: {sandbox.available()}")
+    root = tmp_path_factory.mktemp("shares")
+    cells = _solution_cells()  # imports, split_heads, its check, merge_heads, ...
+    students = {
+        "a_flood": [cells[0], FLOOD_CELL, cells[1], FLOODING_CHECK, *cells[2:]],
+        "b_honest": cells,
+        "c_fork": [cells[0], FORK_CELL, *cells[1:]],
+        "d_honest": cells,
+        "e_sleep": [cells[0], "import time", *[SLEEP_CELL] * 12, *cells[1:]],
+    }
+    for name, sources in students.items():
+        write_notebook(root / "class" / name / f"{STEM}.ipynb", sources)
+    # the sleeper's second notebook (graded after 04, by name): never reached, marked so
+    exercise = ROOT / "exercises" / "06_attention_cost.ipynb"
+    (root / "class" / "e_sleep" / exercise.name).write_bytes(exercise.read_bytes())
+    grade(
+        "--roster", root / "class", "--out", root / "out", "--jobs", "2",
+        "--cell-timeout", CELL_TIMEOUT, "--student-budget", BUDGET, cwd=root,
+    )  # fmt: skip
+    with (root / "out" / "gradebook.csv").open(encoding="utf-8") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    reports = {
+        name: json.loads((root / "out" / "students" / f"{name}.json").read_text()) for name in rows
+    }
+    return rows, reports
+
+
+@pytest.mark.slow
+def test_honest_classmates_keep_full_marks_and_the_run_ends_with_a_gradebook(attacked_class):
+    rows, _ = attacked_class
+    assert set(rows) == {"a_flood", "b_honest", "c_fork", "d_honest", "e_sleep"}
+    for name in ("b_honest", "d_honest"):
+        assert rows[name]["split_heads"] == rows[name]["merge_heads"] == "1", rows[name]
+        assert rows[name]["split_shape"] == "1"
+
+
+@pytest.mark.slow
+def test_a_sleeping_student_holds_a_slot_for_the_budget_only(attacked_class):
+    """What bounds the run's growth: the student's notebooks end at the budget (plus the
+    grace of stopping a kernel), and the notebook left is marked, not lost."""
+    _, reports = attacked_class
+    cut, left = sorted(reports["e_sleep"]["notebooks"], key=lambda nb: nb["notebook"])
+    assert cut["notebook"] == STEM and "ran out while this notebook" in cut["error"]
+    assert cut["seconds"] <= BUDGET + kernels.INTERRUPT_GRACE + 5
+    assert left["notebook"] == "06_attention_cost"
+    assert "ran out before this notebook" in left["error"]
+    assert left["checks"] and all(c["status"] == "timeout" for c in left["checks"])
+
+
+@pytest.mark.slow
+def test_a_sandbox_and_every_process_it_forks_share_one_cpu_group():
+    """The mechanism of one CPU share per sandbox: its processes, forked ones included, are
+    in one cpu cgroup of CPU_SHARES (where the grader can make one)."""
+    if sandbox.available() is not None:
+        pytest.skip(f"no grading sandbox: {sandbox.available()}")
+    if not sandbox.share_cgroups():
+        pytest.skip("the grader cannot make cgroups here")
+    kernel = kernels.Kernel(preload="")
+    try:
+        kernel.execute("import os, time\nfor _ in range(3):\n    os.fork() or time.sleep(60)", 1)
+        cpu = next(g for g in kernel.shares if (g / "cpu.shares").exists())
+        assert (cpu / "cpu.shares").read_text().strip() == str(sandbox.CPU_SHARES)
+        inside = set((cpu / "cgroup.procs").read_text().split())
+        processes = {str(pid) for pid in kernel._processes()}
+        assert processes <= inside and len(processes) >= 4  # the kernel and its 3 forks
+    finally:
+        kernel.shutdown()

@@ -2,12 +2,14 @@
 
 * ``grade PATH... [--json FILE] [--strict]``: prints a score table (one row per notebook,
   one verdict line per check).
-* ``grade --roster DIR --out OUT [--shard i/n] [--feedback]``: every student of DIR (a folder
-  or a zip each; nbgrader's ``submitted/`` too) into OUT/students/*.json, OUT/gradebook.csv,
-  OUT/canvas.csv (Canvas's gradebook import) and, with ``--feedback``, one HTML page per
-  student in OUT/feedback/; resumable (see ``roster.py``).
+* ``grade --roster DIR --out OUT [--shard i/n] [--feedback] [--student-budget S]``: every
+  student of DIR (a folder or a zip each; nbgrader's ``submitted/`` too) into
+  OUT/students/*.json, OUT/gradebook.csv, OUT/canvas.csv (Canvas's gradebook import) and,
+  with ``--feedback``, one HTML page per student in OUT/feedback/; resumable (see
+  ``roster.py``). A student's notebooks take one grading slot, S seconds at most in all.
 * ``grade --merge OUT1 OUT2 ... --out OUT``: combine shards into one gradebook; a student
-  file whose signature does not verify is refused by name.
+  file whose signature does not verify, or graded by another course version, is refused by
+  name.
 
 Student files are signed with a key kept outside OUT: ``--key-file``, else the environment
 variable ATTN_GRADE_KEY, else ~/.config/attn-course/grading.key (made on first use).
@@ -209,6 +211,13 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     except ValueError as exc:
         parser.error(str(exc))
     os.environ.pop(KEY_ENV, None)  # no kernel started from here inherits the key
+    if args.roster and not sandbox.can_share():
+        print(
+            "warning: no cgroup can be made here for each sandbox's CPU share: a notebook's "
+            "processes each weigh as one process of the machine (README: Grading a class "
+            "safely)",
+            file=sys.stderr,
+        )
     if args.merge:
         students = merge(args.merge, args.out, key)
     else:

@@ -27,7 +27,10 @@ What the kernel sees (``command``):
 Limits, set by the Linux kernel (``prlimit``, util-linux), not by Python code the learner
 could undo: ``LIMITS`` (address space, processes, CPU seconds, file size, open files, no
 core dumps); and, where the grader may make one (cgroup v1, e.g. as root), a memory cgroup
-of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included.
+of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included. One share of the
+CPU for the whole sandbox, whatever its process count, and a cap of ``PIDS_MAX`` tasks:
+a ``cpu`` and a ``pids`` cgroup of its own where the grader can make them
+(``share_cgroups``, cgroup v1 or v2).
 
 When the grader runs as root, bwrap runs privileged (no user namespace) and the kernel is
 started by ``setpriv`` as an unprivileged user id of its own (a random one above
@@ -55,6 +58,7 @@ __all__ = [
     "INSTALL",
     "LIMITS",
     "available",
+    "can_share",
     "command",
     "environment",
     "kernel_uid",
@@ -175,6 +179,15 @@ def share_cgroups(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> t
         if group is not None:
             made.append(group)
     return tuple(made)
+
+
+@functools.cache
+def can_share() -> bool:
+    """Whether ``share_cgroups`` can make a CPU share here (tried once: made and removed)."""
+    groups = share_cgroups()
+    for group in groups:
+        remove_cgroup(group)
+    return bool(groups)
 
 
 def _make_group(parent: Path, settings: dict[str, int], required: str = "") -> Path | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import json
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,9 @@ from jupyter_client.session import Session
 from support import ROOT, write_notebook
 from support import grade_ok as grade
 
-from attn_course.grading import kernels, sandbox
+from attn_course.grading import kernels, runner, sandbox
 from attn_course.grading.kernels import REPLY_MIME, Flooded, Inbox
+from attn_course.grading.result import NotebookReport, Status
 
 SESSION = Session(key=b"a key")
 
@@ -191,6 +194,44 @@ def test_no_stdin_channel_and_a_short_receive_queue():
     source = Path(kernels.__file__).read_text()
     assert "setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)" in source
     assert "start_channels(stdin=False, hb=False)" in source
+
+
+def test_a_student_over_budget_has_every_notebook_left_marked(monkeypatch, tmp_path):
+    """Without kernels: a student's notebooks run one after another until the budget; the
+    one running then says it was cut, the ones left say they were not graded."""
+    monkeypatch.setattr(runner, "KernelPool", lambda jobs, plan: types.SimpleNamespace(
+        close=lambda: None))  # fmt: skip
+    ran: list[str] = []
+
+    def slow(path, pool, cell_timeout, until):
+        ran.append(path.name)
+        time.sleep(1.2)
+        return NotebookReport(str(path), notebook=path.stem)
+
+    monkeypatch.setattr(runner, "_grade_one_file", slow)
+    monkeypatch.setattr(runner, "REPLACE_MIN_SECONDS", 0.1)
+    paths = {}
+    for name in ("sleeper/a", "sleeper/b", "sleeper/c", "honest/a"):
+        path = tmp_path / name / f"{STEM}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_bytes((ROOT / "exercises" / f"{STEM}.ipynb").read_bytes())
+        paths[name] = path
+    done: list[NotebookReport] = []
+    sleeper, honest = runner.grade_students(
+        [[paths["sleeper/a"], paths["sleeper/b"], paths["sleeper/c"]], [paths["honest/a"]]],
+        budget=2.0, jobs=2, on_done=done.append,
+    )  # fmt: skip
+    assert len(ran) == 3 and len(done) == 4  # sleeper a and b ran, c did not; honest ran
+    assert sleeper[0].error is None and "while this notebook" in sleeper[1].error
+    assert "before this notebook" in sleeper[2].error
+    assert [c.status for c in sleeper[2].checks] == [Status.TIMEOUT] * 3
+    assert honest[0].error is None
+
+
+def test_kernels_are_planned_in_the_order_the_slots_ask_for_them():
+    students = [["a1", "a2", "a3"], ["b1"], ["c1", "c2"], ["d1"], ["e1"]]
+    order = runner._in_grading_order(students, 2)  # type: ignore[arg-type]
+    assert order == ["a1", "b1", "a2", "a3", "c1", "d1", "c2", "e1"]
 
 
 # ---- a class graded beside a flooding, a forking and a sleeping notebook (slow) ----------

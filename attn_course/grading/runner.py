@@ -365,7 +365,7 @@ def grade_students(
     silently. Reports in the order of ``students``."""
     load_checks()
     torch.set_num_threads(1)  # the kernels need the cores
-    pool = KernelPool(jobs, [planned_notebook(p) for paths in students for p in paths])
+    pool = KernelPool(jobs, [planned_notebook(p) for p in _in_grading_order(students, jobs)])
 
     def one_student(paths: list[Path]) -> list[NotebookReport]:
         until, reports = time.monotonic() + budget, []
@@ -387,6 +387,17 @@ def grade_students(
             return list(workers.map(one_student, students))
     finally:
         pool.close()
+
+
+def _in_grading_order(students: list[list[Path]], jobs: int) -> list[Path]:
+    """The notebooks in about the order ``jobs`` slots will ask for their kernels: the
+    students ``jobs`` at a time, their notebooks interleaved (first notebooks first)."""
+    order = []
+    for first in range(0, len(students), jobs):
+        group = students[first : first + jobs]
+        for i in range(max(map(len, group))):
+            order += [paths[i] for paths in group if i < len(paths)]
+    return order
 
 
 def _grade_one_file(

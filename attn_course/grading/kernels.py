@@ -219,6 +219,7 @@ class Kernel:
     ):
         """``withholding``: what its sandbox withholds (``withheld.sandboxes``)."""
         self.sandboxed, self.lost, self.deadline = sandboxed, False, float("inf")
+        self.dynamo_ready = False  # torch._dynamo imported (``remote.Session``)
         self.withholding = withholding
         self.cgroup: Path | None = None  # the sandbox's memory cgroup, where one is made
         self.shares: tuple[Path, ...] = ()  # its CPU-share and process cgroups (the same)

@@ -67,6 +67,14 @@ NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
 MAX_KERNELS = 4  # kernels one notebook may use (the first plus replacements)
 REPLACE_MIN_SECONDS = 10  # a kernel is replaced only with this much of the notebook's time left
 STARTS_SECONDS = 60  # of a notebook's time, for starting its kernels
+# Notebooks whose checks imported torch._dynamo in their kernel (seen in this run): a later
+# kernel of the same notebook starts that import in the background when it is handed over,
+# while the learner's cells run and the grader computes its references.
+_KERNEL_DYNAMO: set[str] = set()
+_BACKGROUND_DYNAMO = (
+    "__import__('threading').Thread(target=__import__, args=('torch._dynamo',), "
+    "daemon=True).start()"
+)
 _CELL_TIMEOUT_NAME = "CellTimeout"
 
 
@@ -246,6 +254,8 @@ def _grade_one(spec, notebook: Notebook, run: _Execution, salt: int) -> CheckRes
         return CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
     finally:
         SALT.reset(token)
+    if run.kernel.dynamo_ready:
+        _KERNEL_DYNAMO.add(spec.notebook)
     if session.uses_reference:
         result = CheckResult(result.id, result.status, result.message, True)
     return result
@@ -313,6 +323,8 @@ def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, star
             run: _Execution | None = None
             try:
                 run = _Execution(notebook, Path(tmp), kernel, cell_timeout, deadline)
+                if report.notebook in _KERNEL_DYNAMO:
+                    kernel.execute(_BACKGROUND_DYNAMO, 30, silent=True)
                 phase = time.monotonic()
                 run.run_all()
                 _add_time(report, "cells", phase)

@@ -353,7 +353,7 @@ def _over_budget(path: Path, budget: float, started: bool) -> str:
 
 
 def _not_graded(path: Path, why: str) -> NotebookReport:
-    """The report of a notebook that was not run: every check an error saying ``why``."""
+    """The report of a notebook that was not run: every check timed out, saying ``why``."""
     try:
         name = notebook_id(read_notebook(path), path)
     except ValueError:

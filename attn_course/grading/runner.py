@@ -49,7 +49,7 @@ from .kernels import (
 )
 from .notebooks import Notebook, notebook_id, planned_notebook, read_notebook
 from .registry import CHECKS, checks_for, load_checks
-from .remote import LearnerError, RemoteTimeout, Session
+from .remote import DYNAMO_SECONDS, LearnerError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
 from .verdicts import run_check
 
@@ -69,7 +69,7 @@ REPLACE_MIN_SECONDS = 10  # a kernel is replaced only with this much of the note
 STARTS_SECONDS = 60  # of a notebook's time, for starting its kernels
 # Notebooks whose checks imported torch._dynamo in their kernel (seen in this run): a later
 # kernel of the same notebook starts that import in the background when it is handed over,
-# while the learner's cells run and the grader computes its references.
+# while the learner's cells run, and the checks start once it is done (``_finish_dynamo``).
 _KERNEL_DYNAMO: set[str] = set()
 _BACKGROUND_DYNAMO = (
     "__import__('threading').Thread(target=__import__, args=('torch._dynamo',), "
@@ -327,6 +327,8 @@ def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, star
                     kernel.execute(_BACKGROUND_DYNAMO, 30, silent=True)
                 phase = time.monotonic()
                 run.run_all()
+                if report.notebook in _KERNEL_DYNAMO:
+                    _finish_dynamo(run.kernel)
                 _add_time(report, "cells", phase)
                 phase = time.monotonic()
                 for result in _grade_answers(group, notebook, run, secrets.randbits(30)):
@@ -338,6 +340,16 @@ def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, star
             finally:
                 (run.kernel if run else kernel).shutdown()
                 report.checks = [results[spec.id] for spec in specs if spec.id in results]
+
+
+def _finish_dynamo(kernel: Kernel) -> None:
+    """Wait for the kernel's import of torch._dynamo (``_BACKGROUND_DYNAMO``) before the
+    checks start, so that none of it runs on a check's clock."""
+    try:
+        reply = kernel.execute("import torch._dynamo", DYNAMO_SECONDS, silent=True)
+        kernel.dynamo_ready = reply.get("status") == "ok"
+    except KernelLost:  # replaced before the next check
+        pass
 
 
 def _add_time(report: NotebookReport, phase: str, since: float) -> None:

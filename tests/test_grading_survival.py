@@ -14,6 +14,8 @@ import json
 import types
 
 import pytest
+import zmq
+from jupyter_client.session import Session
 from support import GOOD_MASK, IMPORTS, write_notebook
 from support import grade_ok as grade
 
@@ -97,21 +99,19 @@ def test_the_grade_command_reports_the_long_call(tmp_path):
     assert verdicts["scaled_dot_product_attention"] == "passed"
 
 
-class _Outputs:
-    """A kernel's output channel holding ``messages``; counts the grader's waits on it."""
+class _Socket:
+    """A ZeroMQ socket holding ``messages`` (serialized); counts the grader's waits on it."""
 
-    def __init__(self, messages: list[dict]):
-        self.messages, self.socket, self.waits = messages, self, 0
+    def __init__(self, messages: list[list[bytes]]):
+        self.messages = [[zmq.Frame(part) for part in parts] for parts in messages]
+        self.socket, self.waits = self, 0
 
-    def msg_ready(self) -> bool:
-        return bool(self.messages)
+    def poll(self, milliseconds: int = 0) -> int:
+        self.waits += bool(milliseconds) and not self.messages
+        return int(bool(self.messages))
 
-    def get_msg(self, timeout: float = 0) -> dict:
+    def recv_multipart(self, flags: int = 0, copy: bool = True) -> list:
         return self.messages.pop(0)
-
-    def poll(self, milliseconds: int) -> int:
-        self.waits += 1
-        return 0
 
 
 class _IdleFirst:
@@ -119,21 +119,25 @@ class _IdleFirst:
     (under load it does): the grader drains both outputs while it waits for the reply."""
 
     def __init__(self) -> None:
+        self.session = Session(key=b"key")
         parent = {"msg_id": "m1"}
-        self.iopub_channel = _Outputs(
+
+        def message(kind: str, content: dict) -> list[bytes]:
+            return self.session.serialize(self.session.msg(kind, content, parent=parent))
+
+        self.iopub_channel = _Socket(
             [
-                {"parent_header": parent, "msg_type": "display_data",
-                 "content": {"data": {REPLY_MIME: "the agent's reply"}}},
-                {"parent_header": parent, "msg_type": "status",
-                 "content": {"execution_state": "idle"}},
+                message(
+                    "display_data",
+                    {"data": {REPLY_MIME: "the agent's reply"}, "metadata": {}, "transient": {}},
+                ),
+                message("status", {"execution_state": "idle"}),
             ]
-        )  # fmt: skip
+        )
+        self.shell_channel = _Socket([message("execute_reply", {"status": "ok"})])
 
     def execute(self, code: str, **options: object) -> str:
         return "m1"
-
-    def get_shell_msg(self, timeout: float) -> dict:
-        return {"parent_header": {"msg_id": "m1"}, "content": {"status": "ok"}}
 
 
 def test_a_reply_read_after_the_idle_status_does_not_wait_for_it_again():

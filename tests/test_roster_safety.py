@@ -52,9 +52,9 @@ def notebook(solved: list[str], extra: str = "") -> bytes:
     ).encode()
 
 
-def fake_grader(paths, cell_timeout, jobs, on_done):
-    """Stands in for runner.grade_notebooks: passes the checks marked ``# solved <id>``."""
-    for path in paths:
+def fake_grader(students, budget, cell_timeout, jobs, on_done):
+    """Stands in for runner.grade_students: passes the checks marked ``# solved <id>``."""
+    for path in [path for paths in students for path in paths]:
         try:
             nb = read_notebook(Path(path))
         except ValueError as exc:
@@ -78,11 +78,11 @@ def graded(monkeypatch):
     """grade_roster with fake_grader, counting the notebooks it was asked to grade."""
     calls: list[Path] = []
 
-    def grader(paths, *args):
-        calls.extend(paths)
-        fake_grader(paths, *args)
+    def grader(students, *args):
+        calls.extend(path for paths in students for path in paths)
+        fake_grader(students, *args)
 
-    monkeypatch.setattr(roster, "grade_notebooks", grader)
+    monkeypatch.setattr(roster, "grade_students", grader)
     lines: list[str] = []
 
     def run(class_dir: Path, out: Path, **kwargs) -> list[dict]:
@@ -267,12 +267,41 @@ def test_duplicate_ids_are_refused_and_lookalikes_kept_apart(tmp_path):
         (class_dir / name / f"{STEM}.ipynb").write_bytes(notebook(IDS))
     found = intake.find_submissions(class_dir, tmp_path / "private")
     refused = {s.student: s.refused for s in found if s.refused}
-    assert set(refused) == {"alice", "Carol"}
+    assert set(refused) == {"alice"}  # the same id twice: whose would alice.json be?
     assert "alice and alice.zip are the same student id" in refused["alice"]
-    assert "Carol and carol" in refused["Carol"]
     ids = [s.student for s in found]
-    assert len(ids) == len(set(ids)) == 5  # alice, bob, Carol, and two distinct a?b
+    assert len(ids) == len(set(ids)) == 6  # alice, bob, Carol, carol, and two distinct a?b
     assert "a_b" in ids and any(i.startswith("a_b-") for i in ids)
+
+
+def test_case_and_lookalike_ids_are_all_graded_and_flagged(tmp_path, graded):
+    """ALICE beside alice, and a Cyrillic а in аlice: the honest alice keeps her marks, all
+    three are graded, and the gradebook flags each, the lookalike's letters escaped."""
+    class_dir = honest_class(tmp_path)
+    for name in ("ALICE", "\u0430lice", "b0b"):
+        (class_dir / name).mkdir()
+        (class_dir / name / f"{STEM}.ipynb").write_bytes(notebook([]))
+    students = {s["student"]: s for s in graded(class_dir, tmp_path / "out")}
+    assert set(students) == {"alice", "ALICE", "\u0430lice", "bob", "b0b", "carol"}
+    assert gradebook(tmp_path / "out") == {
+        **HONEST, "ALICE": 0, "\u0430lice": 0, "b0b": 0
+    }  # fmt: skip
+    with (tmp_path / "out" / "gradebook.csv").open(encoding="utf-8") as handle:
+        flags = {row["student"]: row["flag"] for row in csv.DictReader(handle)}
+    assert flags["alice"] == "looks like ALICE, \u0430lice (this id: alice)"
+    assert flags["\u0430lice"] == "looks like ALICE, alice (this id: \\u0430lice)"
+    assert flags["b0b"].startswith("looks like bob") and flags["carol"] == ""
+    assert any("alice: its id looks like ALICE" in line for line in graded.lines)
+    # the flag never reaches a student's own report, which classmates' ids stay out of
+    assert not any("ALICE" in w for w in students["alice"]["warnings"])
+
+
+def test_skeletons_fold_case_width_and_lookalike_letters():
+    same = ["alice", "ALICE", "\u0430lice", "\uff41lice", "al1ce", "\u03b1lice"]
+    assert len({intake.skeleton(name) for name in same}) == 1
+    assert intake.skeleton("mary") == intake.skeleton("rnary")
+    assert intake.skeleton("alice") != intake.skeleton("alicia")
+    assert intake.lookalikes(["alice", "bob", "ALICE"]) == {"alice": ["ALICE"], "ALICE": ["alice"]}
 
 
 def test_copies_are_taken_before_grading_and_graded(tmp_path, graded, monkeypatch):
@@ -281,11 +310,11 @@ def test_copies_are_taken_before_grading_and_graded(tmp_path, graded, monkeypatc
     original = class_dir / "carol" / f"{STEM} (1).ipynb"
     before = hashlib.sha256(original.read_bytes()).hexdigest()
 
-    def swapping_grader(paths, *args):
+    def swapping_grader(students, *args):
         original.write_bytes(notebook(IDS))  # carol's file becomes a full-marks one
-        fake_grader(paths, *args)
+        fake_grader(students, *args)
 
-    monkeypatch.setattr(roster, "grade_notebooks", swapping_grader)
+    monkeypatch.setattr(roster, "grade_students", swapping_grader)
     students = {s["student"]: s for s in roster.grade_roster(class_dir, tmp_path / "out", KEY)}
     assert students["carol"]["score"] == 0
     assert students["carol"]["files"] == {f"{STEM} (1).ipynb": before}
@@ -419,6 +448,23 @@ def test_merge_refuses_a_student_graded_differently_in_two_shards(tmp_path, grad
     assert [s["student"] for s in merged] == ["alice", "bob"]  # the same in both: kept once
     assert lines[0].startswith("refused student carol: graded differently in")
     assert lines[1] == "1 refused above: not in the gradebook; grade those students again"
+
+
+def test_merge_refuses_a_shard_of_another_course_version_by_name(tmp_path, graded):
+    class_dir = honest_class(tmp_path)
+    graded(class_dir, tmp_path / "a", shard=(1, 2))
+    graded(class_dir, tmp_path / "b", shard=(2, 2))
+    old = sorted((tmp_path / "b" / "students").glob("*.json"))
+    for path in old:  # genuine files, signed with the key, by another course version
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps(seal.sign({**data, "course_version": "0.0.9+0123"}, KEY)))
+    lines: list[str] = []
+    merged = roster.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m", KEY, lines.append)
+    assert {s["student"] for s in merged} == set(HONEST) - {p.stem for p in old}
+    for path in old:
+        line = next(line for line in lines if f"b/students/{path.name}" in line)
+        assert f"graded by course version 0.0.9+0123, not {seal.course_version()}" in line
+    assert lines[-1].startswith(f"{len(old)} refused above")
 
 
 def test_the_command_takes_the_key_out_of_the_environment(tmp_path, monkeypatch):

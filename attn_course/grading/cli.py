@@ -2,12 +2,14 @@
 
 * ``grade PATH... [--json FILE] [--strict]``: prints a score table (one row per notebook,
   one verdict line per check).
-* ``grade --roster DIR --out OUT [--shard i/n] [--feedback]``: every student of DIR (a folder
-  or a zip each; nbgrader's ``submitted/`` too) into OUT/students/*.json, OUT/gradebook.csv,
-  OUT/canvas.csv (Canvas's gradebook import) and, with ``--feedback``, one HTML page per
-  student in OUT/feedback/; resumable (see ``roster.py``).
+* ``grade --roster DIR --out OUT [--shard i/n] [--feedback] [--student-budget S]``: every
+  student of DIR (a folder or a zip each; nbgrader's ``submitted/`` too) into
+  OUT/students/*.json, OUT/gradebook.csv, OUT/canvas.csv (Canvas's gradebook import) and,
+  with ``--feedback``, one HTML page per student in OUT/feedback/; resumable (see
+  ``roster.py``). A student's notebooks take one grading slot, S seconds at most in all.
 * ``grade --merge OUT1 OUT2 ... --out OUT``: combine shards into one gradebook; a student
-  file whose signature does not verify is refused by name.
+  file whose signature does not verify, or graded by another course version, is refused by
+  name.
 
 Student files are signed with a key kept outside OUT: ``--key-file``, else the environment
 variable ATTN_GRADE_KEY, else ~/.config/attn-course/grading.key (made on first use).
@@ -32,7 +34,7 @@ from pathlib import Path
 from ..tools.protocol import notebook_paths
 from . import sandbox
 from .escape import clean
-from .kernels import CELL_TIMEOUT, KernelPool
+from .kernels import CELL_TIMEOUT, STUDENT_BUDGET, KernelPool
 from .notebooks import planned_notebook
 from .result import NotebookReport
 
@@ -124,7 +126,17 @@ def main(argv: list[str]) -> int:
         default=CELL_TIMEOUT,
         help=f"seconds a cell may run before it is interrupted (default {CELL_TIMEOUT})",
     )
+    parser.add_argument(
+        "--student-budget",
+        type=float,
+        default=STUDENT_BUDGET,
+        metavar="SECONDS",
+        help="--roster: seconds one student's notebooks may take in all; the notebooks left "
+        f"when it runs out are marked, not graded (default {STUDENT_BUDGET})",
+    )
     args = parser.parse_args(argv)
+    if args.student_budget <= 0:
+        parser.error("--student-budget must be positive")
     if args.feedback and not args.roster:
         parser.error("--feedback goes with --roster (each shard writes its own students' pages)")
     if args.roster or args.merge:
@@ -199,11 +211,25 @@ def _class_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     except ValueError as exc:
         parser.error(str(exc))
     os.environ.pop(KEY_ENV, None)  # no kernel started from here inherits the key
+    if args.roster and not sandbox.can_share():
+        print(
+            "warning: no cgroup can be made here for each sandbox's CPU share: a notebook's "
+            "processes each weigh as one process of the machine (README: Grading a class "
+            "safely)",
+            file=sys.stderr,
+        )
     if args.merge:
         students = merge(args.merge, args.out, key)
     else:
         students = grade_roster(
-            args.roster, args.out, key, args.shard, args.jobs, args.cell_timeout, args.feedback
+            args.roster,
+            args.out,
+            key,
+            args.shard,
+            args.jobs,
+            args.cell_timeout,
+            args.feedback,
+            student_budget=args.student_budget,
         )
     print(f"{len(students)} students; gradebook: {args.out / 'gradebook.csv'}")
     return 0

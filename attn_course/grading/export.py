@@ -1,7 +1,9 @@
 """A class's gradebooks, from the student results (``roster.py``): the course's and Canvas's.
 
 * ``gradebook.csv``: one row per student, one column per exercise id (1 = passed), then
-  ``total`` and ``max``.
+  ``total``, ``max`` and ``flag``: for an id that looks like another (``intake.lookalikes``:
+  ``ALICE`` beside ``alice``, a Cyrillic ``аlice``), the ids it looks like, and the id
+  itself with every non-ASCII character escaped, so that the pair can be told apart.
 * ``canvas.csv``: Canvas's gradebook import format. The columns Canvas reads, in its order:
   ``Student, ID, SIS User ID, SIS Login ID, Section``, then one column per assignment; a
   second row ``Points Possible``. Here an assignment is a course notebook (points: checks
@@ -20,6 +22,7 @@ import csv
 from pathlib import Path
 
 from .escape import csv_cell
+from .intake import lookalikes
 from .registry import load_checks
 
 __all__ = ["CANVAS_IDENTITY", "exercise_ids", "write_canvas", "write_gradebook"]
@@ -45,11 +48,20 @@ def _write(path: Path, rows: list[list]) -> None:
 def write_gradebook(students: list[dict], path: Path) -> None:
     """student x exercise id (1 passed, 0 not), then total and max over every exercise."""
     ids = exercise_ids()
-    rows: list[list] = [["student", *ids, "total", "max"]]
+    rows: list[list] = [["student", *ids, "total", "max", "flag"]]
+    similar = lookalikes([student["student"] for student in students])
     for student in sorted(students, key=lambda s: s["student"]):
         passed = [int(i in _passed(student)) for i in ids]
-        rows.append([student["student"], *passed, sum(passed), len(ids)])
+        rows.append([student["student"], *passed, sum(passed), len(ids), _flag(student, similar)])
     _write(path, rows)
+
+
+def _flag(student: dict, similar: dict[str, list[str]]) -> str:
+    name = student["student"]
+    if name not in similar:
+        return ""
+    shown = name.encode("ascii", "backslashreplace").decode()
+    return f"looks like {', '.join(similar[name])} (this id: {shown})"
 
 
 def write_canvas(students: list[dict], path: Path) -> None:

@@ -7,7 +7,10 @@ each entry, never trusting it:
 * a student id is derived from the entry's name: the name itself when it is made of letters,
   digits, ``_ . -`` only (and does not start with a dot), else a cleaned name plus a short
   hash of the original (``..zip`` and ``.zip`` become ``student-1a2b3c4d``); two entries with
-  the same id (``alice/`` and ``alice.zip``; ``Alice`` and ``alice``) are both refused;
+  the same id (``alice/`` and ``alice.zip``) are both refused, since no one can tell whose
+  results a file of that id would hold; ids that differ only in case or in lookalike
+  letters (``ALICE`` and ``alice``; a Cyrillic ``аlice``) are all graded, and flagged
+  (``lookalikes``: the log, and the ``flag`` column of the gradebook) for the instructor;
 * symbolic links and special files (fifos, sockets, devices) are refused, at the top level
   and inside a folder or zip: only regular files are read, opened without following links
   and without blocking;
@@ -33,6 +36,7 @@ import hashlib
 import os
 import re
 import stat
+import unicodedata
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -51,6 +55,8 @@ __all__ = [
     "Refused",
     "Submission",
     "find_submissions",
+    "lookalikes",
+    "skeleton",
     "student_id",
 ]
 
@@ -64,6 +70,41 @@ MAX_DEPTH = 8  # a notebook at most this many folders deep in a student's folder
 MAX_WARNINGS = 20  # per student; the rest are counted
 _IGNORED = {".ipynb_checkpoints", "__MACOSX"}
 _UNSAFE = re.compile(r"[^\w.\-]")
+
+
+# Letters of other scripts that look like Latin ones, after NFKC and casefolding: the
+# lowercase Cyrillic and Greek entries of Unicode's confusables.txt (UTS #39) whose
+# prototype is one Latin letter, plus the digits and letters that TR39 maps together
+# (0 o, 1 l i) and "rn" for "m". A documented subset, not the whole table (no dependency).
+_LOOKALIKE = str.maketrans(
+    {
+        **dict(zip("авекмнорстухѕіјԁԛԝһӏүɡɑı", "abekmhopctyxsijdqwhlygai", strict=True)),
+        **dict(zip("αβηικνορτυχγϲ", "abnikvoptuxyc", strict=True)),
+        "0": "o",
+        "1": "l",
+        "i": "l",
+        "|": "l",
+        "m": "rn",
+    }
+)
+
+
+def skeleton(student: str) -> str:
+    """What ``student`` looks like: NFKC, casefolded, lookalike letters mapped to one Latin
+    letter (``_LOOKALIKE``), in the spirit of Unicode TR39's skeleton. Two ids with the same
+    skeleton can be told apart by a machine, not by a person reading the gradebook."""
+    folded = unicodedata.normalize("NFKC", student).casefold()
+    return unicodedata.normalize("NFKC", folded.translate(_LOOKALIKE)).translate(_LOOKALIKE)
+
+
+def lookalikes(students: list[str]) -> dict[str, list[str]]:
+    """{id: the other ids that look like it}, for the ids of ``students`` that have some."""
+    groups: dict[str, list[str]] = {}
+    for student in sorted(set(students)):
+        groups.setdefault(skeleton(student), []).append(student)
+    return {
+        s: [o for o in same if o != s] for same in groups.values() if len(same) > 1 for s in same
+    }
 
 
 class Refused(Exception):
@@ -290,7 +331,7 @@ def find_submissions(
     ]
     by_id: dict[str, list[os.DirEntry]] = {}
     for entry in entries:
-        by_id.setdefault(student_id(entry.name).casefold(), []).append(entry)
+        by_id.setdefault(student_id(entry.name), []).append(entry)
     submissions = []
     for same in by_id.values():
         first = same[0]

@@ -4,8 +4,13 @@
 started here (``subprocess``), wrapped in the sandbox of ``sandbox.py`` unless
 ``sandboxed=False``; it talks to the grader over the ZeroMQ ``ipc`` sockets of a runtime
 folder the grader made for it alone (TCP on loopback cannot cross the sandbox's network
-namespace). Every message the grader receives is capped at ``MAX_MESSAGE_BYTES`` by ZeroMQ
-itself, before it is read into memory.
+namespace). What one kernel's messages may cost the grader is bounded before anything is
+decoded (``Inbox``): ZeroMQ refuses a message part over ``MAX_MESSAGE_BYTES`` and holds at
+most ``RECEIVE_QUEUE`` messages per socket for the grader (the rest wait in the kernel's own
+memory); every request (a learner's cell, a check's call) may bring in ``MAX_REQUEST_BYTES``
+in all, counted off the socket, else its kernel is stopped; only the message types the
+protocol uses, addressed to the request, are decoded, each within its cap; and the grader
+keeps one agent reply per request.
 
 ``KernelPool`` starts kernels in the background, so that their start-up (and their import
 of torch) overlaps with the grader's own imports and with grading the previous notebook.
@@ -15,6 +20,7 @@ Every notebook gets a kernel of its own: nothing is shared between submissions.
 from __future__ import annotations
 
 import collections
+import hmac
 import json
 import os
 import queue
@@ -29,12 +35,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from . import sandbox, withheld
 from .context import OFFICIAL_ENV
 
 __all__ = [
     "CELL_TIMEOUT",
+    "STUDENT_BUDGET",
     "REPLY_MIME",
     "Kernel",
     "KernelLost",
@@ -43,6 +51,7 @@ __all__ = [
 ]
 
 CELL_TIMEOUT = 60  # seconds a learner's cell may run (default of the grade command)
+STUDENT_BUDGET = 900  # seconds one student's notebooks may take in all (grade --roster)
 REPLY_MIME = "application/x.attn-course-reply"  # the agent's replies (display_data)
 # The folder that holds the imported attn_course/ (a clone's root, or site-packages for a
 # non-editable install): the kernel imports the grader's own package, never another copy.
@@ -50,9 +59,20 @@ _IMPORT_ROOT = Path(__file__).resolve().parents[2]
 START_ATTEMPTS = 2  # a kernel start can fail on a loaded machine ("died before replying")
 START_TIMEOUT = 120  # seconds a kernel may take to start and import torch
 INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel has to answer before it is killed
-MAX_MESSAGE_BYTES = 96 << 20  # ZeroMQ drops (and disconnects) any larger message
+MAX_MESSAGE_BYTES = 96 << 20  # ZeroMQ drops (and disconnects) any larger message part
+RECEIVE_QUEUE = 4  # messages ZeroMQ holds for the grader per socket; the rest wait in the kernel
+MAX_REQUEST_BYTES = 256 << 20  # raw bytes one request (a cell, a check's call) may send in all
+MAX_HEADER_BYTES = 4096  # a message's header or parent header, else it is dropped unread
+MAX_STATUS_BYTES = 4096  # the content of a status message, else dropped unread
+MAX_EXECUTE_REPLY_BYTES = 4 << 20  # the content of an execute reply (a traceback), else dropped
+MAX_REQUEST_MESSAGES = 50_000  # messages one request may send in all (each header is read)
 _CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
-MAX_DRAIN = 1000  # messages dropped per look at the output channel
+MAX_DRAIN = 1000  # messages read per look at the output channel
+_DELIMITER = b"<IDS|MSG>"
+# The agent's reply as ipykernel serializes it (publish_display_data): recognised by its
+# form, never parsed as JSON, since display data can be JSON that is slow to parse.
+_REPLY_HEAD = b'{"data": {"' + REPLY_MIME.encode() + b'": "'
+_REPLY_TAIL = b'"}, "metadata": {}, "transient": {}}'
 # Set in every grading kernel: the official flag, and idle OpenMP threads that sleep at a
 # barrier instead of spinning (how they wait, not how work is split: the numbers stay the
 # same). Several kernels share the cores in a class run, and a spinning thread waiting for its
@@ -69,6 +89,122 @@ class KernelLost(BaseException):
     """
 
 
+class Flooded(Exception):
+    """A request brought in more than MAX_REQUEST_BYTES: its kernel is stopped."""
+
+
+class Inbox:
+    """What one request reads from the kernel's sockets, counted in raw bytes before decoding.
+
+    Every message part is counted as ZeroMQ hands it over (``copy=False``: not even copied);
+    past MAX_REQUEST_BYTES or MAX_REQUEST_MESSAGES for the request ``Flooded`` is raised.
+    Only the message types the protocol uses are decoded (``status`` on the output channel,
+    ``execute_reply`` and ``kernel_info_reply`` on the shell channel), only when their small
+    header and parent header (read first, each capped) say they answer this request, and only
+    within their size caps; everything else (streams, errors, comm messages, other requests'
+    messages, oversized headers) is dropped unread. Display data is never parsed: when
+    ``replies`` is set (a check's request to the agent; never for a learner's cell) the
+    agent's reply is recognised by its exact form (``_REPLY_HEAD``...``_REPLY_TAIL``, a
+    base64 text between), the first is kept and every later one is counted as another
+    answer (``""``, which makes the request's reply malformed) without being read, so the
+    grader keeps at most one reply per request. Any other display data (a learner's plot) is
+    dropped unread.
+    """
+
+    def __init__(self, session: Any, msg_id: str, replies: bool):
+        self.session, self.msg_id, self.want_replies = session, msg_id, replies
+        self.received = 0  # raw bytes of every message part, decoded or not
+        self.messages = 0
+        self.replies: list[str] = []
+        self.idle = False  # the kernel said it is idle after this request: outputs all in
+
+    def _receive(self, socket: Any) -> tuple[str, list] | None:
+        """The next message's type and parts after the delimiter, if it answers this
+        request and its header and parent header are within their caps; else None."""
+        import zmq
+
+        parts = socket.recv_multipart(zmq.NOBLOCK, copy=False)
+        self.received += sum(len(part) for part in parts)
+        self.messages += 1
+        if self.received > MAX_REQUEST_BYTES or self.messages > MAX_REQUEST_MESSAGES:
+            raise Flooded(
+                f"sent more than {MAX_REQUEST_BYTES >> 20} MiB or {MAX_REQUEST_MESSAGES:,} "
+                "messages for one request, and was stopped"
+            )
+        at = next(
+            (i for i, part in enumerate(parts[:8]) if len(part) == len(_DELIMITER)
+             and part.bytes == _DELIMITER),
+            None,
+        )  # fmt: skip
+        parts = parts[at + 1 :] if at is not None else []
+        if len(parts) < 5 or max(len(parts[1]), len(parts[2])) > MAX_HEADER_BYTES:
+            return None
+        try:
+            header, parent = json.loads(parts[1].bytes), json.loads(parts[2].bytes)
+            kind, answers = header.get("msg_type"), parent.get("msg_id")
+        except (ValueError, AttributeError):
+            return None
+        return (kind, parts) if answers == self.msg_id and isinstance(kind, str) else None
+
+    def _decode(self, parts: list) -> dict | None:
+        try:
+            return self.session.deserialize(parts, content=True, copy=False)
+        except Exception:  # unsigned, a replayed signature, not JSON: dropped
+            return None
+
+    def drain(self, socket: Any) -> None:
+        """Read what waits on the output channel (MAX_DRAIN messages at most)."""
+        for _ in range(MAX_DRAIN):
+            if not socket.poll(0):
+                return
+            found = self._receive(socket)
+            if found is None:
+                continue
+            kind, parts = found
+            size = len(parts[4])
+            if kind == "status" and size <= MAX_STATUS_BYTES:
+                msg = self._decode(parts)
+                if msg is not None and msg["content"].get("execution_state") == "idle":
+                    self.idle = True
+            elif kind == "display_data" and self.want_replies:
+                text = self._reply_text(parts, whole=not self.replies)
+                if text is not None:
+                    self.replies.append("" if self.replies else text)
+
+    def _reply_text(self, parts: list, whole: bool) -> str | None:
+        """The base64 text of an agent reply (``whole``: checked and copied; else only its
+        form's ends are looked at), or None for other display data; nothing is parsed."""
+        content = parts[4]
+        size, head, tail = len(content), len(_REPLY_HEAD), len(_REPLY_TAIL)
+        view = memoryview(content)
+        if size < head + tail or view[:head] != _REPLY_HEAD or view[size - tail :] != _REPLY_TAIL:
+            return None
+        if not whole:
+            return ""
+        text = content.bytes[head : size - tail]
+        if b'"' in text or b"\\" in text or not self._signed(parts):
+            return None
+        try:
+            return text.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+
+    def _signed(self, parts: list) -> bool:
+        if self.session.auth is None:
+            return True
+        check = self.session.sign([part.buffer for part in parts[1:5]])
+        return hmac.compare_digest(parts[0].bytes, check)
+
+    def read_reply(self, socket: Any) -> dict | None:
+        """The next shell message, decoded if it is this request's reply, else None."""
+        found = self._receive(socket)
+        if found is None or found[0] not in ("execute_reply", "kernel_info_reply"):
+            return None
+        if len(found[1][4]) > MAX_EXECUTE_REPLY_BYTES:
+            return None
+        return self._decode(found[1])
+
+
 class Kernel:
     """A fresh python3 kernel; ``execute`` runs code and returns the execute_reply content.
 
@@ -83,8 +219,10 @@ class Kernel:
     ):
         """``withholding``: what its sandbox withholds (``withheld.sandboxes``)."""
         self.sandboxed, self.lost, self.deadline = sandboxed, False, float("inf")
+        self.dynamo_ready = False  # torch._dynamo imported (``remote.Session``)
         self.withholding = withholding
         self.cgroup: Path | None = None  # the sandbox's memory cgroup, where one is made
+        self.shares: tuple[Path, ...] = ()  # its CPU-share and process cgroups (the same)
         self._memory_base = 0  # of the peak-memory measurement: its processes' RSS
         self._group_base: int | None = None  # and its memory cgroup's usage
         self.runtime = Path(tempfile.mkdtemp(prefix="attn-kernel-"))  # the grader's only
@@ -112,11 +250,12 @@ class Kernel:
 
             self.context = zmq.Context()
             self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+            self.context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
             self.client = BlockingKernelClient(context=self.context)
             self.client.load_connection_file(str(connection))
             if sandboxed:  # its sockets, seen from here: through the sandbox's root
                 self.client.ip = f"/proc/{self.sandbox_pid}/root{sandbox.RUNTIME}/zmq"
-            self.client.start_channels(hb=False)
+            self.client.start_channels(stdin=False, hb=False)  # no input is ever asked for
             self._wait_for_ready(time.monotonic() + START_TIMEOUT)
             if preload:  # pays the import of torch before the learner's first cell
                 self.execute(preload, timeout=START_TIMEOUT, silent=True)
@@ -130,8 +269,10 @@ class Kernel:
         with connection.open("rb") as data:
             fds = (data.fileno(), info_write)
             self.cgroup = sandbox.memory_cgroup()
+            self.shares = sandbox.share_cgroups()
             overlays = withheld.overlays(self.withholding)
-            command = sandbox.command(argv, sandbox.kernel_uid(), *fds, self.cgroup, overlays)
+            uid = sandbox.kernel_uid()
+            command = sandbox.command(argv, uid, *fds, self.cgroup, overlays, self.shares)
             try:
                 process = subprocess.Popen(
                     command,
@@ -180,37 +321,22 @@ class Kernel:
     def alive(self) -> bool:
         return not self.lost and self.process.poll() is None
 
-    def _drain_outputs(self, msg_id: str, collect: list[str], until: float) -> bool:
-        """Drop what the kernel printed (grading keeps no outputs); keep replies to ``msg_id``.
-
-        True once the kernel said it is idle after ``msg_id``: its outputs are all in.
-        """
-        channel = self.client.iopub_channel
-        for _ in range(MAX_DRAIN):
-            if time.monotonic() > until or not channel.msg_ready():
-                return False
-            msg = channel.get_msg(timeout=0)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            content = msg["content"]
-            if msg["msg_type"] == "status" and content.get("execution_state") == "idle":
-                return True
-            if msg["msg_type"] == "display_data" and isinstance(content.get("data"), dict):
-                if REPLY_MIME in content["data"]:
-                    collect.append(content["data"][REPLY_MIME])
-        return False
-
     def execute(self, code: str, timeout: float, silent: bool = False) -> dict:
         """Run ``code``; the reply content, or ``{"status": "timeout"}`` after an interrupt.
 
         Raises:
             KernelLost: the kernel died, or did not stop within INTERRUPT_GRACE seconds
-                of the interrupt (it is then killed), or the notebook's time ran out.
+                of the interrupt (it is then killed), or the notebook's time ran out, or it
+                sent more than MAX_REQUEST_BYTES.
         """
-        return self.request(code, timeout, silent)[0]
+        return self._request(code, timeout, silent, replies=False)[0]
 
     def request(self, code: str, timeout: float, silent: bool = True) -> tuple[dict, list]:
-        """``execute``, and the agent's replies (``REPLY_MIME`` data) the code published."""
+        """``execute``, and the agent's replies (``REPLY_MIME`` data) the code published: the
+        first in full, every later one as ``""`` (counted, never read: ``Inbox``)."""
+        return self._request(code, timeout, silent, replies=True)
+
+    def _request(self, code: str, timeout: float, silent: bool, replies: bool) -> tuple[dict, list]:
         if time.monotonic() >= self.deadline:
             self.shutdown()
             raise KernelLost("the notebook's time ran out")
@@ -219,35 +345,39 @@ class Kernel:
         msg_id = self.client.execute(
             code, silent=silent, store_history=not silent, allow_stdin=False, stop_on_error=False
         )
-        replies: list = []
+        inbox = Inbox(self.client.session, msg_id, replies)
+        shell, iopub = self.client.shell_channel.socket, self.client.iopub_channel.socket
         deadline, interrupted = min(time.monotonic() + timeout, self.deadline), False
-        idle = False  # the kernel said it is idle after msg_id: every output is in
-        while True:
-            idle = idle or self._drain_outputs(msg_id, replies, deadline)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                if interrupted or time.monotonic() >= self.deadline:
-                    self.shutdown()
-                    if not interrupted:
-                        raise KernelLost("the notebook's time ran out, and it was stopped")
-                    raise KernelLost("it kept running after an interrupt and was stopped")
-                self._interrupt()
-                deadline, interrupted = time.monotonic() + INTERRUPT_GRACE, True
-                continue
-            try:
-                msg = self.client.get_shell_msg(timeout=min(0.2, remaining))
-            except queue.Empty:
-                if not self.alive():
-                    self.shutdown()
-                    raise KernelLost("the Python kernel died") from None
-                continue
-            if msg["parent_header"].get("msg_id") == msg_id:
-                # The idle status may come before the reply (then it was seen above) or after.
-                until = min(time.monotonic() + OUTPUT_GRACE, self.deadline)
-                while not (idle or time.monotonic() > until):
-                    self.client.iopub_channel.socket.poll(50)
-                    idle = self._drain_outputs(msg_id, replies, until)
-                return ({"status": "timeout"} if interrupted else msg["content"]), replies
+        try:
+            while True:
+                inbox.drain(iopub)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if interrupted or time.monotonic() >= self.deadline:
+                        self.shutdown()
+                        if not interrupted:
+                            raise KernelLost("the notebook's time ran out, and it was stopped")
+                        raise KernelLost("it kept running after an interrupt and was stopped")
+                    self._interrupt()
+                    deadline, interrupted = time.monotonic() + INTERRUPT_GRACE, True
+                    continue
+                if not shell.poll(int(1000 * min(0.05, remaining)) + 1):
+                    if not self.alive():
+                        self.shutdown()
+                        raise KernelLost("the Python kernel died")
+                    continue
+                reply = inbox.read_reply(shell)
+                if reply is not None:
+                    # The idle status may come before the reply (then it was seen) or after.
+                    until = min(time.monotonic() + OUTPUT_GRACE, self.deadline)
+                    while not (inbox.idle or time.monotonic() > until):
+                        if iopub.poll(50):
+                            inbox.drain(iopub)
+                    content = {"status": "timeout"} if interrupted else reply["content"]
+                    return content, inbox.replies
+        except Flooded as flood:
+            self.shutdown()
+            raise KernelLost(str(flood)) from None
 
     def _processes(self) -> list[int]:
         """The host PIDs of the kernel's processes (the sandbox's, all of them)."""
@@ -324,7 +454,8 @@ class Kernel:
         except Exception:  # never connected
             pass
         shutil.rmtree(self.runtime, ignore_errors=True)  # the grader's files only
-        sandbox.remove_cgroup(self.cgroup)
+        for group in (self.cgroup, *self.shares):
+            sandbox.remove_cgroup(group)
 
 
 def _status_bytes(pid: int, field: str) -> int:

@@ -18,7 +18,8 @@ Resumable: a student whose files have the same hashes and whose signed JSON has 
 course version is not graded again; a file whose signature does not verify (edited, forged,
 or signed with another key) is graded again. ``--shard i/n`` grades only the students whose
 id hashes to shard ``i`` of ``n`` (1-based), the same split on every machine; ``merge`` then
-combines the shards' verified student files, refusing every other file by name.
+combines the shards' verified student files of this grader's course version, refusing
+every other file by name. Ids that look alike (``intake.lookalikes``) are graded and flagged.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ from pathlib import Path
 
 from .escape import clean
 from .export import write_canvas, write_gradebook
-from .intake import Refused, Submission, find_submissions, open_regular
+from .intake import Refused, Submission, find_submissions, lookalikes, open_regular
+from .kernels import STUDENT_BUDGET
 from .notebooks import Notebook, notebook_id, read_notebook
 from .registry import load_checks
 from .result import SCHEMA_VERSION, NotebookReport
-from .runner import grade_notebooks
+from .runner import grade_students
 from .seal import course_version, sign, verified
 
 __all__ = ["MAX_RESULT_BYTES", "Progress", "grade_roster", "in_shard", "merge", "read_result"]
@@ -176,6 +178,7 @@ def grade_roster(
     cell_timeout: int = 60,
     feedback: bool = False,
     log: Log = _stderr,
+    student_budget: float = STUDENT_BUDGET,
 ) -> list[dict]:
     """Grade the students of ``roster`` in ``shard`` into ``out``; their results, by id."""
     if (roster / "nbgrader_config.py").is_file() and (roster / "submitted").is_dir():
@@ -186,6 +189,8 @@ def grade_roster(
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="attn-roster-") as private:
         submissions = find_submissions(roster, Path(private), lambda s: in_shard(s, shard))
+        for student, others in lookalikes([s.student for s in submissions]).items():
+            log(f"{clean(student)}: its id looks like {clean(', '.join(others))}: graded, flagged")
         for submission in submissions:
             if submission.refused:
                 log(f"{submission.student}: not graded: {submission.refused}")
@@ -222,7 +227,8 @@ def grade_roster(
             if not picked[submission.student]:
                 finish(submission)
         if owner:
-            grade_notebooks(list(owner), cell_timeout, jobs, on_done)
+            each = [picked[s.student] for s in todo if picked[s.student]]
+            grade_students(each, student_budget, cell_timeout, jobs, on_done)
         students = [results[s.student] for s in submissions]
         if feedback:
             _write_feedback(out / "feedback", students, submissions)
@@ -242,9 +248,13 @@ def _write_feedback(folder: Path, students: list[dict], submissions: list[Submis
 
 
 def merge(shards: list[Path], out: Path, key: bytes, log: Log = _stderr) -> list[dict]:
-    """Combine the verified ``students/`` of shard outputs into ``out``; refuse the rest by name."""
+    """Combine the verified ``students/`` of shard outputs into ``out``; refuse the rest by
+    name: a file that does not verify, and a file graded by another course version than
+    this grader's (``seal.course_version``: merge where the shards were graded, or with the
+    same course and environment)."""
     found: dict[str, list[tuple[str, dict]]] = {}
     refusals: list[str] = []
+    version = course_version()
 
     def refuse(line: str) -> None:
         refusals.append(line)
@@ -264,6 +274,11 @@ def merge(shards: list[Path], out: Path, key: bytes, log: Log = _stderr) -> list
                 data = read_result(Path(entry.path), key)
                 if entry.name != f"{data['student']}.json":
                     raise Refused(f"it holds the results of {clean(data['student'])!r}")
+                if data["course_version"] != version:
+                    raise Refused(
+                        f"it was graded by course version {clean(data['course_version'])}, "
+                        f"not {version}, this grader's: one gradebook holds one version"
+                    )
             except Refused as refused:
                 refuse(f"refused {where}: {refused}")
                 continue

@@ -39,25 +39,42 @@ import torch
 from ..tools.protocol import CHECK_CALL, CHECK_ID, METADATA_KEY
 from . import agent, withheld
 from .context import OFFICIAL_TIME_FACTOR, REQUEST_GRACE, SALT
-from .kernels import CELL_TIMEOUT, Kernel, KernelLost, KernelPool, start_kernel
+from .kernels import (
+    CELL_TIMEOUT,
+    STUDENT_BUDGET,
+    Kernel,
+    KernelLost,
+    KernelPool,
+    start_kernel,
+)
 from .notebooks import Notebook, notebook_id, planned_notebook, read_notebook
 from .registry import CHECKS, checks_for, load_checks
-from .remote import LearnerError, RemoteTimeout, Session
+from .remote import DYNAMO_SECONDS, LearnerError, RemoteTimeout, Session
 from .result import CheckResult, NotebookReport, Status
 from .verdicts import run_check
 
 __all__ = [
     "CELL_TIMEOUT",
+    "STUDENT_BUDGET",
     "NotebookReport",
     "KernelPool",
     "grade_notebooks",
     "grade_file",
+    "grade_students",
 ]
 
 NOTEBOOK_TIMEOUT_CELLS = 5  # a notebook may take this many cell timeouts in all
 MAX_KERNELS = 4  # kernels one notebook may use (the first plus replacements)
 REPLACE_MIN_SECONDS = 10  # a kernel is replaced only with this much of the notebook's time left
 STARTS_SECONDS = 60  # of a notebook's time, for starting its kernels
+# Notebooks whose checks imported torch._dynamo in their kernel (seen in this run): a later
+# kernel of the same notebook starts that import in the background when it is handed over,
+# while the learner's cells run, and the checks start once it is done (``_finish_dynamo``).
+_KERNEL_DYNAMO: set[str] = set()
+_BACKGROUND_DYNAMO = (
+    "__import__('threading').Thread(target=__import__, args=('torch._dynamo',), "
+    "daemon=True).start()"
+)
 _CELL_TIMEOUT_NAME = "CellTimeout"
 
 
@@ -237,13 +254,18 @@ def _grade_one(spec, notebook: Notebook, run: _Execution, salt: int) -> CheckRes
         return CheckResult(spec.id, Status.ERROR, f"the answer could not be read: {exc}")
     finally:
         SALT.reset(token)
+    if run.kernel.dynamo_ready:
+        _KERNEL_DYNAMO.add(spec.notebook)
     if session.uses_reference:
         result = CheckResult(result.id, result.status, result.message, True)
     return result
 
 
-def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -> NotebookReport:
-    """Grade one notebook file with a kernel from ``pool``."""
+def grade_file(
+    path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT, until: float = float("inf")
+) -> NotebookReport:
+    """Grade one notebook file with a kernel from ``pool``; nothing of it runs past ``until``
+    (``time.monotonic()``: its student's budget, ``grade_students``)."""
     start = time.monotonic()
     report = NotebookReport(str(path))
     try:
@@ -265,7 +287,7 @@ def grade_file(path: Path, pool: KernelPool, cell_timeout: int = CELL_TIMEOUT) -
         )
         return report
     try:
-        _run_and_grade(notebook, specs, pool, cell_timeout, report, start)
+        _run_and_grade(notebook, specs, pool, cell_timeout, report, start, until)
     except Exception as exc:  # whatever broke, it costs this notebook only
         report.error = f"the grader could not finish this notebook: {exc!r:.300}"
     graded = {result.id for result in report.checks}
@@ -285,11 +307,11 @@ def notebook_budget(specs, cell_timeout: float, kernels: int = 1) -> float:
     return kernels * NOTEBOOK_TIMEOUT_CELLS * cell_timeout + checks + STARTS_SECONDS
 
 
-def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start) -> None:
+def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, start, until) -> None:
     """The notebook's cells, then its checks, in each kernel that grades some of them (one,
     or two where some checks build on the course's versions of the others: ``withheld``)."""
     sandboxes = withheld.sandboxes(report.notebook)
-    deadline = start + notebook_budget(specs, cell_timeout, len(sandboxes))
+    deadline = min(start + notebook_budget(specs, cell_timeout, len(sandboxes)), until)
     apart = withheld.APART.get(report.notebook, ())
     results: dict[str, CheckResult] = {}
     for withholding, of_apart in sandboxes:
@@ -301,8 +323,12 @@ def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, star
             run: _Execution | None = None
             try:
                 run = _Execution(notebook, Path(tmp), kernel, cell_timeout, deadline)
+                if report.notebook in _KERNEL_DYNAMO:
+                    kernel.execute(_BACKGROUND_DYNAMO, 30, silent=True)
                 phase = time.monotonic()
                 run.run_all()
+                if report.notebook in _KERNEL_DYNAMO:
+                    _finish_dynamo(run.kernel)
                 _add_time(report, "cells", phase)
                 phase = time.monotonic()
                 for result in _grade_answers(group, notebook, run, secrets.randbits(30)):
@@ -316,8 +342,95 @@ def _run_and_grade(notebook, specs, pool: KernelPool, cell_timeout, report, star
                 report.checks = [results[spec.id] for spec in specs if spec.id in results]
 
 
+def _finish_dynamo(kernel: Kernel) -> None:
+    """Wait for the kernel's import of torch._dynamo (``_BACKGROUND_DYNAMO``) before the
+    checks start, so that none of it runs on a check's clock."""
+    try:
+        reply = kernel.execute("import torch._dynamo", DYNAMO_SECONDS, silent=True)
+        kernel.dynamo_ready = reply.get("status") == "ok"
+    except KernelLost:  # replaced before the next check
+        pass
+
+
 def _add_time(report: NotebookReport, phase: str, since: float) -> None:
     report.timings[phase] = report.timings.get(phase, 0.0) + time.monotonic() - since
+
+
+def _over_budget(path: Path, budget: float, started: bool) -> str:
+    when = "while this notebook was graded" if started else "before this notebook was graded"
+    return (
+        f"your grading time ran out {when}: each student's notebooks get {budget:.0f} s "
+        "in all (the class's --student-budget)"
+    )
+
+
+def _not_graded(path: Path, why: str) -> NotebookReport:
+    """The report of a notebook that was not run: every check timed out, saying ``why``."""
+    try:
+        name = notebook_id(read_notebook(path), path)
+    except ValueError:
+        name = notebook_id(Notebook({}, []), path)
+    checks = [CheckResult(s.id, Status.TIMEOUT, why) for s in checks_for(name)]
+    return NotebookReport(str(path), notebook=name, checks=checks, error=why)
+
+
+def grade_students(
+    students: list[list[Path]],
+    budget: float,
+    cell_timeout: int = CELL_TIMEOUT,
+    jobs: int = 2,
+    on_done: Callable[[NotebookReport], None] | None = None,
+) -> list[list[NotebookReport]]:
+    """Grade each student's notebooks one after the other, ``jobs`` students at a time, in the
+    sandbox: a student holds one grading slot at a time, for at most ``budget`` seconds in
+    all (``grade --roster --student-budget``). A notebook still running when its student's
+    time runs out is stopped there (its later checks are timed out); the student's later
+    notebooks are not run, and every one of them says so in its report: nothing is lost
+    silently. Reports in the order of ``students``."""
+    load_checks()
+    torch.set_num_threads(1)  # the kernels need the cores
+    pool = KernelPool(jobs, [planned_notebook(p) for p in _in_grading_order(students, jobs)])
+
+    def one_student(paths: list[Path]) -> list[NotebookReport]:
+        until, reports = time.monotonic() + budget, []
+        for path in paths:
+            if until - time.monotonic() < REPLACE_MIN_SECONDS:
+                report = _not_graded(path, _over_budget(path, budget, started=False))
+            else:
+                report = _grade_one_file(path, pool, cell_timeout, until)
+                if time.monotonic() >= until:
+                    cut = _over_budget(path, budget, started=True)
+                    report.error = f"{cut} ({report.error})" if report.error else cut
+            if on_done:
+                on_done(report)
+            reports.append(report)
+        return reports
+
+    try:
+        with ThreadPoolExecutor(jobs, thread_name_prefix="grade") as workers:
+            return list(workers.map(one_student, students))
+    finally:
+        pool.close()
+
+
+def _in_grading_order(students: list[list[Path]], jobs: int) -> list[Path]:
+    """The notebooks in about the order ``jobs`` slots will ask for their kernels: the
+    students ``jobs`` at a time, their notebooks interleaved (first notebooks first)."""
+    order = []
+    for first in range(0, len(students), jobs):
+        group = students[first : first + jobs]
+        for i in range(max(map(len, group))):
+            order += [paths[i] for paths in group if i < len(paths)]
+    return order
+
+
+def _grade_one_file(
+    path: Path, pool: KernelPool, cell_timeout: int, until: float = float("inf")
+) -> NotebookReport:
+    try:
+        return grade_file(Path(path), pool, cell_timeout, until)
+    except Exception as exc:  # e.g. JSON nested too deep to read: this notebook only
+        return NotebookReport(str(path), error=f"could not be graded: {exc!r:.300}")
 
 
 def grade_notebooks(
@@ -345,10 +458,7 @@ def grade_notebooks(
     pool = pool or KernelPool(jobs, [planned_notebook(p) for p in paths], sandboxed)
 
     def one(path: Path) -> NotebookReport:
-        try:
-            report = grade_file(Path(path), pool, cell_timeout)
-        except Exception as exc:  # e.g. JSON nested too deep to read: this notebook only
-            report = NotebookReport(str(path), error=f"could not be graded: {exc!r:.300}")
+        report = _grade_one_file(path, pool, cell_timeout)
         if on_done:
             on_done(report)
         return report

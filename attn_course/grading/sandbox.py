@@ -27,7 +27,10 @@ What the kernel sees (``command``):
 Limits, set by the Linux kernel (``prlimit``, util-linux), not by Python code the learner
 could undo: ``LIMITS`` (address space, processes, CPU seconds, file size, open files, no
 core dumps); and, where the grader may make one (cgroup v1, e.g. as root), a memory cgroup
-of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included.
+of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included. One share of the
+CPU for the whole sandbox, whatever its process count, and a cap of ``PIDS_MAX`` tasks:
+a ``cpu`` and a ``pids`` cgroup of its own where the grader can make them
+(``share_cgroups``, cgroup v1 or v2).
 
 When the grader runs as root, bwrap runs privileged (no user namespace) and the kernel is
 started by ``setpriv`` as an unprivileged user id of its own (a random one above
@@ -55,11 +58,13 @@ __all__ = [
     "INSTALL",
     "LIMITS",
     "available",
+    "can_share",
     "command",
     "environment",
     "kernel_uid",
     "memory_cgroup",
     "remove_cgroup",
+    "share_cgroups",
 ]
 
 INSTALL = "sudo apt-get install bubblewrap"  # Debian and Ubuntu
@@ -80,6 +85,10 @@ LIMITS = {  # prlimit option -> value
 }
 ENV_ALLOWED = ("LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ")
 MEMORY_BYTES = 8 << 30  # all the sandbox's processes together, where a cgroup can be made
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CPU_SHARES = 1024  # cgroup v1: a sandbox weighs as one ordinary (nice 0) process
+CPU_WEIGHT = 100  # cgroup v2: the same
+PIDS_MAX = 256  # tasks (processes and threads) of one sandbox, where a pids cgroup is made
 SANDBOX_UID_BASE = 100_000  # root: each kernel runs as a uid above it, at random
 
 
@@ -124,6 +133,83 @@ def memory_cgroup() -> Path | None:
     return None
 
 
+def _grader_groups(self_cgroup: str) -> dict[str, str]:
+    """``/proc/self/cgroup`` as {controller: path}; the cgroup v2 path under ``""``."""
+    found = {}
+    for line in self_cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else [""]:
+            found[name] = path
+        if controllers:
+            found[f"mount:{controllers.split(',')[0]}"] = controllers  # its hierarchy's folder
+    return found
+
+
+def share_cgroups(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> tuple[Path, ...]:
+    """New cgroups that give the next sandbox one share of the CPU and a process cap,
+    whatever its process count; () where the grader cannot make them.
+
+    cgroup v1 (as here: a hierarchy per controller): a ``cpu`` cgroup of ``CPU_SHARES``
+    (what one ordinary process of the grader's own group weighs) and a ``pids`` cgroup of
+    ``PIDS_MAX`` tasks, each made in the grader's own. cgroup v2 (one hierarchy): one cgroup
+    beside the grader's with ``cpu.weight`` ``CPU_WEIGHT``, ``pids.max`` and ``memory.max``,
+    where its parent delegates those controllers. Without them, see the README: a sandbox's
+    processes then each weigh as one process of the machine.
+    """
+    try:
+        text = self_cgroup if self_cgroup is not None else Path("/proc/self/cgroup").read_text()
+        own = _grader_groups(text)
+    except (OSError, ValueError):
+        return ()
+    made: list[Path] = []
+    if "cpu" in own or "pids" in own:  # v1
+        for name, settings in (
+            ("cpu", {"cpu.shares": CPU_SHARES}),
+            ("pids", {"pids.max": PIDS_MAX}),
+        ):
+            if name in own:
+                parent = root / own[f"mount:{name}"] / own[name].lstrip("/")
+                group = _make_group(parent, settings)
+                if group is not None:
+                    made.append(group)
+    elif "" in own and (root / "cgroup.controllers").is_file():  # v2 only
+        parent = (root / own[""].lstrip("/")).parent  # beside the grader's: no process in it
+        settings = {"cpu.weight": CPU_WEIGHT, "pids.max": PIDS_MAX, "memory.max": MEMORY_BYTES}
+        group = _make_group(parent, settings, required="cpu.weight")
+        if group is not None:
+            made.append(group)
+    return tuple(made)
+
+
+@functools.cache
+def can_share() -> bool:
+    """Whether ``share_cgroups`` can make a CPU share here (tried once: made and removed)."""
+    groups = share_cgroups()
+    for group in groups:
+        remove_cgroup(group)
+    return bool(groups)
+
+
+def _make_group(parent: Path, settings: dict[str, int], required: str = "") -> Path | None:
+    """A new cgroup in ``parent`` with ``settings`` written (all of them, or at least
+    ``required`` where given); None where it cannot be made so."""
+    try:
+        group = Path(tempfile.mkdtemp(prefix="attn-kernel-", dir=parent))
+    except OSError:
+        return None
+    written = set()
+    for name, value in settings.items():
+        try:
+            (group / name).write_text(str(value))
+            written.add(name)
+        except OSError:
+            pass
+    if (required in written) if required else written == set(settings):
+        return group
+    remove_cgroup(group)
+    return None
+
+
 def remove_cgroup(group: Path | None) -> None:
     """Remove ``group`` once its processes are gone (they were killed just before)."""
     for _ in range(20):
@@ -144,12 +230,14 @@ def command(
     info_fd: int,
     cgroup: Path | None = None,
     overlays: tuple[tuple[str, str], ...] = (),
+    shares: tuple[Path, ...] = (),
 ) -> list[str]:
     """``argv`` (the kernel's command) wrapped in prlimit and bwrap, the way this doc says.
 
     ``connection_fd`` is read into ``CONNECTION_FILE`` (read-only); bwrap writes the host
     PID of the sandbox's first process to ``info_fd`` (JSON), whose ``/proc/PID/root`` is
-    the way in to the kernel's sockets. ``cgroup``: join it before anything else runs.
+    the way in to the kernel's sockets. ``cgroup`` (memory) and ``shares``
+    (``share_cgroups``): joined before anything else runs.
     ``overlays``: (file, path in the package) pairs bound over the package read-only
     (``withheld.overlays``).
     """
@@ -196,9 +284,10 @@ def command(
     seen = any(PACKAGE_DIR.is_relative_to(path) for path in ["/usr", *binds])
     copy = str(PACKAGE_DIR)
     cover = ["--perms", "0555", "--tmpfs", copy, "--remount-ro", copy] if seen else []
-    join = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup)]
+    groups = [str(g) for g in (cgroup, *shares) if g is not None]
+    join = ["/bin/sh", "-c", _JOIN, "sh", *groups, "--"]
     return [
-        *(join if cgroup else []),
+        *(join if groups else []),
         "prlimit",
         *limits,
         "--",
@@ -242,6 +331,12 @@ def command(
         *drop,
         *argv,
     ]
+
+
+# the shell that puts itself (then everything it execs) in each cgroup named before "--"
+_JOIN = (
+    'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+)
 
 
 def environment(extra: dict[str, str]) -> dict[str, str]:

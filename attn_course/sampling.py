@@ -27,7 +27,8 @@ last-bit change of a probability moves a share AND the drawn integer is the one 
 or moves a token across the top-k or top-p cut (a tie at the k-th logit; a token whose more
 likely tokens hold almost exactly ``p``, compared in float32): each a chance about the size of
 the change (1e-6 of a float32 probability) per token.
-Rounding costs little: a token with probability below ``0.5 · 10**-decimals`` is never drawn.
+Rounding costs little: a token with probability below ``0.5 · 10**-decimals`` is never drawn
+(``integer_shares`` counts what each token owns).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "top_k_filter",
     "top_p_filter",
     "sampling_probabilities",
+    "integer_shares",
     "sample_next",
 ]
 
@@ -119,6 +121,18 @@ def sampling_probabilities(
     return torch.softmax(logits, dim=-1)
 
 
+def integer_shares(probs: torch.Tensor, decimals: int = DECIMALS) -> torch.Tensor:
+    """How many of the integers ``sample_next`` draws from each token owns: (..., vocab_size).
+
+    ``round(p_i · 10**decimals)``, so a token with ``p_i < 0.5 · 10**-decimals`` owns none and
+    is never drawn, although its probability is above 0; the most likely token of a row owns at
+    least 1, so that a row's total is never 0.
+    """
+    shares = torch.round(probs.double() * 10**decimals).long()  # (..., vocab_size)
+    top = probs.argmax(dim=-1, keepdim=True)  # (..., 1): it keeps a share of at least 1
+    return shares.scatter_reduce_(-1, top, torch.ones_like(top), reduce="amax")
+
+
 def sample_next(
     logits: torch.Tensor,
     temperature: float = 1.0,
@@ -143,9 +157,7 @@ def sample_next(
     probs = sampling_probabilities(logits, temperature, top_k, top_p)  # (b, vocab_size)
     if temperature == 0:
         return probs.argmax(dim=-1, keepdim=True)  # (b, 1)
-    shares = torch.round(probs.double() * 10**decimals).long()  # (b, vocab_size)
-    top = probs.argmax(dim=-1, keepdim=True)  # (b, 1): it keeps a share of at least 1
-    shares.scatter_reduce_(-1, top, torch.ones_like(top), reduce="amax")  # total never 0
+    shares = integer_shares(probs, decimals)  # (b, vocab_size)
     ends = shares.cumsum(dim=-1)  # (b, vocab_size): token i owns [ends[i] - shares[i], ends[i])
     if isinstance(generator, Sequence):  # one uniform number from each row's own generator
         uniform = torch.cat([torch.rand(1, 1, generator=g, dtype=torch.float64) for g in generator])

@@ -5,7 +5,8 @@ Run: ``.venv/bin/python benchmarks/bench_kv_cache.py [--quick] [--threads N] [--
 1. **Real generation** with the shipped Shakespeare model (``lm.pretrained_lm``: d_model 128,
    4 layers, context 128 characters), from the prompt "ROMEO:\\n", temperature 0.8, seed 0.
    Past the context the window restarts on its last half (``generation.generate``), so the
-   uncached steps stop growing and the speed-up levels off.
+   uncached steps stop growing, and the speed-up tends (slowly) to the ratio of the two loops'
+   times over one restart cycle.
 2. **A wider model with a long context**, random weights (d_model 256, 4 layers, 4 heads,
    vocabulary 1,000, context 1,024), greedy, a prompt of 8 tokens: the regime where the
    uncached loop's quadratic work dominates. Target: cached speed-up >= 5x at 512 new tokens.

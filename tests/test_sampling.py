@@ -11,6 +11,7 @@ from attn_course.blocks import BlockConfig
 from attn_course.generation import GPTConfig, GPTModel, generate
 from attn_course.sampling import (
     apply_temperature,
+    integer_shares,
     sample_next,
     sampling_probabilities,
     top_k_filter,
@@ -122,6 +123,24 @@ def test_a_probability_that_rounds_to_zero_is_never_drawn():
     coarse = logits_of(0.996, 0.004).expand(100_000, 2)
     assert sample_next(coarse, decimals=2, generator=torch.Generator().manual_seed(0)).sum() == 0
     assert sample_next(coarse, decimals=4, generator=torch.Generator().manual_seed(0)).sum() > 0
+
+
+def test_integer_shares_count_only_the_tokens_sample_next_can_draw():
+    probs = torch.tensor([[0.6, 0.3999992, 0.0000006, 0.0000002], [0.0000004, 0.9999996, 0, 0]])
+    shares = integer_shares(probs)
+    assert shares.tolist() == [[600_000, 399_999, 1, 0], [0, 1_000_000, 0, 0]]
+    # p > 0 counts 4 and 2 tokens; only 3 and 1 own integers, and only those are ever drawn
+    assert (probs > 0).sum(dim=-1).tolist() == [4, 2]
+    assert (shares > 0).sum(dim=-1).tolist() == [3, 1]
+    # drawing with 2 decimals: 0.006 owns 1 integer of 100 and is drawn, 0.004 owns none
+    coarse = torch.tensor([[0.6, 0.394, 0.006, 0.004]])
+    assert integer_shares(coarse, decimals=2).tolist() == [[60, 39, 1, 0]]
+    draws = sample_next(coarse.log().expand(20_000, 4), decimals=2,
+                        generator=torch.Generator().manual_seed(0))  # fmt: skip
+    assert draws.unique().tolist() == [0, 1, 2]
+    # the most likely token keeps a share of 1 when every probability rounds to 0
+    assert integer_shares(torch.full((1, 4), 0.25), decimals=0).tolist() == [[1, 0, 0, 0]]
+    assert integer_shares(torch.tensor([0.1, 0.7, 0.2]), decimals=1).tolist() == [1, 7, 2]
 
 
 def test_last_bit_changes_of_the_logits_rarely_change_a_draw():

@@ -393,9 +393,10 @@ def expect_dropout(
             )
     draw_seed = salted(seed * 100 + 99)
     args = tuple(a[:1] if isinstance(a, torch.Tensor) else a for a in args)  # one sequence
-    got = _draws(mine, args, draw_seed, learner=True)
     want_eval = _run_ref(ref, args, train=False, seed=None).reshape(-1).double()
     floor = ATOL + RTOL * want_eval.abs()
+    _expect_off_after_eval(mine, args, want_eval, floor, label)
+    got = _draws(mine, args, draw_seed, learner=True)
 
     def like() -> bool:
         return _same_distribution(got, _draws(ref, args, draw_seed + 1, learner=False), floor)
@@ -430,6 +431,27 @@ def expect_dropout(
         where + f"over {DROPOUT_DRAWS} draws the outputs' average or spread differs from the "
         f"lecture's dropout (rate {rate}, kept values scaled by 1/(1 - p)). {hint}"
     )
+
+
+def _expect_off_after_eval(
+    mine: nn.Module, args: tuple, want: torch.Tensor, floor: torch.Tensor, label: str
+) -> None:
+    """After the module's own ``eval()`` (as a learner calls it, not ``train(False)``), two
+    calls drawing other random numbers give the reference's eval output: no dropout."""
+    invoke(getattr(mine, "train"), ())  # noqa: B009  (a Remote's methods: requests)
+    invoke(getattr(mine, "eval"), ())  # noqa: B009
+    for seed in (1, 2):
+        out = _output(invoke(mine, args, no_grad=True, seed=salted(seed)))
+        if not (isinstance(out, torch.Tensor) and out.numel() == want.numel()):
+            return  # a wrong shape or type: the eval comparisons name it
+        if not bool((out.detach().reshape(-1).double() - want).abs().le(floor).all()):
+            raise CheckFailed(
+                f"{label}, after model.eval(): the output is not the lecture's eval output "
+                "(no dropout), so dropout is still on in eval mode. Use the nn.Dropout "
+                "module (self.dropout), which eval() switches off (or pass "
+                "training=self.training to F.dropout), and leave eval() and train() as "
+                "nn.Module defines them."
+            )
 
 
 # Errors of reading values on the meta device, which has shapes but no data.

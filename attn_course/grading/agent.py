@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 import numpy as np
 import torch
@@ -227,22 +227,24 @@ class _SdpaCounter(TorchFunctionMode):
 class _GlobalCalls:
     """Counts the calls of the function named ``name`` in ``func``'s module globals (the
     learner's own helper, e.g. tiled attention's ``attention_tile``) while active; ``count``
-    stays None where there is no such function."""
+    stays None where it is never called (there is no such function, or the tiles are inline)."""
 
     def __init__(self, func: object, name: str) -> None:
         self.namespace = getattr(func, "__globals__", None)
-        self.name, self.count = name, None
+        self.name, self.calls = name, 0
+        self.count: int | None = None
         self.target = self.namespace.get(name) if isinstance(self.namespace, dict) else None
 
     def __enter__(self) -> _GlobalCalls:
         if callable(self.target) and self.namespace is not None:
-            self.count = 0
             self.namespace[self.name] = self._counted
         return self
 
     def _counted(self, *args, **kwargs):
-        self.count += 1
-        return self.target(*args, **kwargs)
+        self.calls += 1
+        self.count = self.calls
+        target = cast(Callable[..., object], self.target)  # callable: __enter__ checked it
+        return target(*args, **kwargs)
 
     def __exit__(self, *exc_info) -> None:
         if self.namespace is not None and self.namespace.get(self.name) == self._counted:

@@ -174,6 +174,9 @@ HINTS: dict[str, str] = {
     # trained attention (notebook 08)
     "previous_diagonal": "this is the weight a query gives ITSELF (the diagonal); the previous "
     "token is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
+    "previous_diagonal_all_rows": "this is the weight a query gives ITSELF (the diagonal, "
+    "diagonal(offset=0)); the previous token is key t - 1: diagonal(offset=-1, dim1=-2, "
+    "dim2=-1).",
     "previous_next": "key t + 1 is in the future, hidden by the causal mask: the previous "
     "token is offset=-1, below the diagonal.",
     "previous_all_rows": "row 0 has no previous token: average over the num_tokens - 1 rows "

@@ -59,7 +59,6 @@ def check_previous_token_score(func: Callable[..., object]) -> str:
                 "previous_next": torch.zeros_like(want),
                 "previous_all_rows": all_rows,
             },  # fmt: skip
-            hints={"previous_diagonal_all_rows": HINTS["previous_diagonal"]},
         )
         expect_function_gradients(
             func, (w,), previous_token_score, f"the score of weights {tuple(w.shape)}", seed=800 + i

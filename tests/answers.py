@@ -37,6 +37,7 @@ from attn_course.attention import (
 from attn_course.grading.withheld import ANSWERS
 from attn_course.head_scores import head_scores
 from attn_course.positions import apply_rope, sinusoidal_positions
+from attn_course.tiled import attention_tile
 
 
 def sdpa(queries, keys, values, mask=None, mistake: str | None = None):
@@ -1256,7 +1257,7 @@ def tile_with(mistake):
     def tile(queries, keys, values, m, s, acc, mask=None):
         scores = queries @ keys.transpose(-2, -1)
         if mask is not None and mistake != "mask_ignored":
-            scores = scores.masked_fill(mask, -torch.inf)
+            scores = scores.masked_fill(~mask if mistake == "mask_inverted" else mask, -torch.inf)
         m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
         p = torch.exp(scores - m_new)
         rescale = torch.exp(m - m_new)
@@ -1291,7 +1292,7 @@ def tiled_with(mistake):
             m = torch.full((*q_block.shape[:-1], 1), -torch.inf)
             s, acc = torch.zeros(m.shape), torch.zeros(*q_block.shape[:-1], values.shape[-1])
             k_stop = num_keys
-            if causal:
+            if causal and mistake != "visits_every_block":
                 k_stop = offset + (q_start if mistake == "diagonal_skipped" else q_end)
             for k_start in range(0, k_stop, block_size):
                 k_end = min(k_start + block_size, num_keys)
@@ -1300,7 +1301,7 @@ def tiled_with(mistake):
                     rows = offset + torch.arange(q_start, q_end)[:, None]
                     mask = torch.arange(k_start, k_end)[None, :] > rows
                 kb, vb = keys[..., k_start:k_end, :], values[..., k_start:k_end, :]
-                m, s, acc = tiled.attention_tile(q_block, kb, vb, m, s, acc, mask)
+                m, s, acc = attention_tile(q_block, kb, vb, m, s, acc, mask)  # a global
             context[..., q_start:q_end, :] = acc / s
         return context
 
@@ -1389,6 +1390,120 @@ def previous_char_head(model, ids, mistake=None):
     flat = int(scores.argmin() if mistake == "lowest" else scores.argmax())
     layer, head = divmod(flat, scores.shape[1])
     return (layer + 1, head + 1) if mistake == "one-based" else (layer, head)
+
+
+# --- issue 29's learner probe: spec cases, stale weights, dropout after eval() -------------
+
+
+def sample_probs_p_first(logits, temperature=1.0, top_k=None, top_p=None):
+    """Top-p on the whole distribution, then top-k (the text says: top-k first)."""
+    if temperature == 0:
+        return sample_probs(logits, 0.0)
+    logits = sample_probs(logits, temperature, None, top_p).log()  # -inf where top-p dropped
+    return sample_probs(logits, 1.0, top_k, None)
+
+
+def sample_probs_tiny_temperature(logits, temperature=1.0, top_k=None, top_p=None):
+    """Greedy as a tiny temperature: tied maxima share the probability."""
+    return sample_probs(logits, max(temperature, 1e-8), top_k, top_p)
+
+
+def sample_probs_greedy_one_hot(logits, temperature=1.0, top_k=None, top_p=None):
+    """Right: greedy by argmax (its first maximum) written with scatter."""
+    if temperature == 0:
+        first = logits.argmax(dim=-1, keepdim=True)
+        return torch.zeros_like(logits).scatter(-1, first, 1.0)
+    return sample_probs(logits, temperature, top_k, top_p)
+
+
+def bpe_step_in_place(tokens):
+    """Right pair and tokens, but merges inside the caller's list."""
+    pair, merged = bpe_step(tokens)
+    tokens[:] = merged
+    return pair, tokens
+
+
+def bpe_step_non_overlapping_counts(tokens):
+    """Counts each pair as the merge would take it: (a, a) once in a a a."""
+    pairs = set(zip(tokens, tokens[1:], strict=False))
+    counts = {p: len(tokens) - len(bpe_merge(tokens, p)) for p in pairs}
+    pair = min(counts, key=lambda p: (-counts[p], p))
+    return pair, bpe_merge(tokens, pair)
+
+
+def bpe_merge(tokens, pair):
+    return importlib.import_module("attn_course.bpe").merge_step(tokens, pair)
+
+
+def bpe_step_counter(tokens):
+    """Right: collections.Counter and a copy merged with slices."""
+    from collections import Counter
+
+    counts = Counter(zip(tokens, tokens[1:], strict=False))
+    pair = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[0][0]
+    out = list(tokens)
+    i = 0
+    while i < len(out) - 1:
+        if (out[i], out[i + 1]) == pair:
+            out[i : i + 2] = [out[i] + out[i + 1]]
+        i += 1
+    return pair, out
+
+
+def previous_char_head_without_running(model, ids):
+    """Reads the weights the model kept instead of running it on ids."""
+    scores = torch.stack([
+        block.att.attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+        for block in model.trf_blocks
+    ])  # fmt: skip
+    return divmod(int(scores.argmax()), scores.shape[1])
+
+
+def previous_char_head_reversed(model, ids):
+    layer, head = previous_char_head(model, ids)
+    return head, layer
+
+
+class CausalDropoutAfterEval(attention.CausalAttention):
+    """eval() overridden: the dropout keeps dropping after model.eval()."""
+
+    def eval(self):
+        return self
+
+
+def sinusoidal_float64(num_tokens, d_model):
+    return sinusoidal_positions(num_tokens, d_model).double()
+
+
+def sinusoidal_float32_by_hand(num_tokens, d_model):
+    """Right: the formula with exp/log frequencies, float32."""
+    positions = torch.arange(num_tokens).float()[:, None]
+    frequencies = torch.exp(-torch.arange(0, d_model, 2).float() * (np.log(10000.0) / d_model))
+    table = torch.zeros(num_tokens, d_model)
+    table[:, 0::2] = torch.sin(positions * frequencies)
+    table[:, 1::2] = torch.cos(positions * frequencies)
+    return table
+
+
+def previous_diagonal_offset_0(w):
+    """diagonal(offset=0): the weight on the token itself, row 0 included."""
+    return w.diagonal(offset=0, dim1=-2, dim2=-1).mean(dim=(0, 2))
+
+
+def attend_cached_repeat(att, x, cache, layer):
+    """Grouped heads tiled with x.repeat instead of repeat_interleave."""
+    num_new = x.shape[1]
+    start = cache.num_cached(layer)
+    num_kv_groups = getattr(att, "num_kv_groups", att.num_heads)
+    queries = split_heads(att.W_query(x), att.num_heads)
+    keys = split_heads(att.W_key(x), num_kv_groups)
+    values = split_heads(att.W_value(x), num_kv_groups)
+    keys, values = cache.update(layer, keys, values)
+    group_size = att.num_heads // num_kv_groups
+    keys, values = keys.repeat(1, group_size, 1, 1), values.repeat(1, group_size, 1, 1)
+    mask = att.mask[start : start + num_new, : start + num_new]
+    context, _ = scaled_dot_product_attention(queries, keys, values, mask)
+    return att.out_proj(merge_heads(context))
 
 
 WRONG: list[Wrong] = [
@@ -1639,6 +1754,7 @@ WRONG: list[Wrong] = [
         ("CausalAttention_mask_lost",),
     ),
     Wrong("answer in a list", "causal_attention_parameters", [24], ("one whole number",)),
+    Wrong("answer a long string", "causal_attention_parameters", "24 " * 5000, ("…",)),
     # dropout judged by what it means
     Wrong("dropout unscaled", "causal_attention", causal_hand("unscaled"), ("1/(1 - p)",)),
     Wrong("dropout on the context", "causal_attention", causal_hand("context"), ("output",)),
@@ -1725,7 +1841,27 @@ WRONG: list[Wrong] = [
           partial(sample_probs, mistake="top-k strict"), ("tie",)),
     Wrong("bpe tie last", "bpe_merge_step", partial(bpe_step, mistake="tie last"), ("first",)),
     Wrong("bpe overlapping", "bpe_merge_step", partial(bpe_step, mistake="overlapping"),
-          ("expected",)),
+          ("never overlap",)),
+    Wrong("bpe mutates its input", "bpe_merge_step", bpe_step_in_place, ("in place",)),
+    Wrong("bpe non-overlapping counts", "bpe_merge_step", bpe_step_non_overlapping_counts,
+          ("overlapping ones too",)),
+    Wrong("top-p before top-k", "sampling_probabilities", sample_probs_p_first,
+          ("before top-k",)),
+    Wrong("greedy as a tiny temperature", "sampling_probabilities",
+          sample_probs_tiny_temperature, ("first of the tied",)),
+    Wrong("previous-character head without running the model", "find_previous_char_head",
+          previous_char_head_without_running, ("run model(ids)",)),
+    Wrong("previous-character head (head, layer)", "find_previous_char_head",
+          previous_char_head_reversed, ("the layer first",)),
+    Wrong("causal dropout on after eval()", "causal_attention", CausalDropoutAfterEval,
+          ("after model.eval()", "dropout is still on")),
+    Wrong("sinusoidal float64", "sinusoidal_positions", sinusoidal_float64, ("float32",)),
+    Wrong("previous diagonal offset 0", "previous_token_score", previous_diagonal_offset_0,
+          ("itself",)),
+    Wrong("attention tile mask inverted", "attention_tile", tile_with("mask_inverted"),
+          ("inverted", "True means HIDDEN")),
+    Wrong("attend cached x.repeat", "attend_cached", attend_cached_repeat,
+          ("repeat_interleave",)),
     Wrong("loss without log", "per_token_loss", partial(token_loss, mistake="no log"), ("-log",)),
     Wrong("loss in bits", "per_token_loss", partial(token_loss, mistake="bits"), ("nats",)),
     Wrong("loss axis", "per_token_loss", partial(token_loss, mistake="axis"), ("wrong axis",)),
@@ -1904,6 +2040,12 @@ WRONG: list[Wrong] = [
         ("wrong values",),
     ),
     Wrong(
+        "tiled attention visits every key block",
+        "tiled_attention",
+        tiled_with("visits_every_block"),
+        ("visit only the key blocks",),
+    ),
+    Wrong(
         "tiled attention top left",
         "tiled_attention",
         tiled_with("top_left"),
@@ -2016,6 +2158,14 @@ CORRECT: list[tuple[str, str, object]] = [
     ("causal forward reads a value", "causal_attention", CausalChecksItsInput),
     ("causal mask .to(x.device)", "causal_attention", CausalMaskMovedToInput),
     ("sampling sort-based top-p", "sampling_probabilities", sample_probs),
+    ("sampling greedy by scatter", "sampling_probabilities", sample_probs_greedy_one_hot),
+    ("bpe Counter and slices", "bpe_merge_step", bpe_step_counter),
+    ("sinusoidal exp/log frequencies", "sinusoidal_positions", sinusoidal_float32_by_hand),
+    (
+        "previous-character head without no_grad",
+        "find_previous_char_head",
+        partial(previous_char_head, mistake=None),
+    ),
     ("loss cross_entropy", "per_token_loss", partial(F.cross_entropy, reduction="none")),
     ("perplexity tensor", "perplexity", lambda losses: losses.mean().exp()),
     ("weightless einsum", "weightless_attention", weightless_einsum),

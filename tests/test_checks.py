@@ -136,6 +136,7 @@ def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
 
     from attn_course.grading import expect, shared_checks
     from attn_course.grading.checks import nb10_tiled_attention as nb10
+    from attn_course.grading.checks import nb11_language_model as nb11
     from attn_course.grading.hints import HINTS, NUMPY_HINTS
 
     seen: set[str] = set()
@@ -156,7 +157,7 @@ def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
             monkeypatch.setattr(module, "expect_close", recording)
     for check_id, answer in REFERENCE.items():
         assert verdict(check_id, answer) == "passed"
-    seen.update(nb10.SOFTMAX_MISTAKES)  # compared without expect_close
+    seen.update(nb10.SOFTMAX_MISTAKES, nb11.BPE_MISTAKES)  # compared without expect_close
     assert len(seen) > 60
     assert seen <= HINTS.keys() | NUMPY_HINTS.keys(), seen - HINTS.keys() - NUMPY_HINTS.keys()
 
@@ -268,3 +269,10 @@ def test_check_modules_import_downward_only():
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 1:
                 raise AssertionError(f"{path.name} imports the check module .{node.module}")
+
+
+def test_a_long_wrong_answer_is_not_echoed_whole():
+    answer = "the answer is 24 " * 1000  # a wall of text, or data smuggled out in a hint
+    hint = verdict("causal_attention_parameters", answer)
+    assert answer[:40] in hint and answer not in hint
+    assert len(hint) < 300 and "…" in hint

@@ -96,12 +96,95 @@ class EncoderLayer(torch.nn.Module):
         return self.norm2(x + self.dropout(self.feed_forward(x)))
 """
 
+# Issue 29: eval() overridden, so the dropout stays on after model.eval().
+CAUSAL_EVAL_OVERRIDDEN = (
+    CAUSAL_INIT
+    + """
+    def forward(self, x):
+        n = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+        w = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
+        return self.dropout(w) @ values
+
+    def eval(self):
+        return self
+"""
+)
+
+BPE_IN_PLACE = """
+def bpe_merge_step(tokens):
+    counts = {}
+    for pair in zip(tokens, tokens[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    best = min(counts, key=lambda pair: (-counts[pair], pair))
+    i = 0
+    while i < len(tokens) - 1:
+        if (tokens[i], tokens[i + 1]) == best:
+            tokens[i : i + 2] = [tokens[i] + tokens[i + 1]]
+        i += 1
+    return best, tokens
+"""
+
+# Right values, but every key block is visited (its own tile: the lecture's is withheld).
+TILED_EVERY_BLOCK = """
+def attention_tile(queries, keys, values, m, s, acc, mask=None):
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, -torch.inf)
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    p = torch.exp(scores - m_new)
+    rescale = torch.exp(m - m_new)
+    return m_new, s * rescale + p.sum(dim=-1, keepdim=True), acc * rescale + p @ values
+
+def tiled_attention(queries, keys, values, causal=False, block_size=64):
+    nq, nk = queries.shape[-2], keys.shape[-2]
+    queries = queries / keys.shape[-1] ** 0.5
+    out = []
+    for q0 in range(0, nq, block_size):
+        q = queries[..., q0 : q0 + block_size, :]
+        m = torch.full((*q.shape[:-1], 1), -torch.inf)
+        s, acc = torch.zeros(m.shape), torch.zeros(*q.shape[:-1], values.shape[-1])
+        for k0 in range(0, nk, block_size):
+            mask = None
+            if causal:
+                rows = nk - nq + torch.arange(q0, q0 + q.shape[-2])[:, None]
+                mask = torch.arange(k0, min(k0 + block_size, nk))[None, :] > rows
+            kb, vb = keys[..., k0 : k0 + block_size, :], values[..., k0 : k0 + block_size, :]
+            m, s, acc = attention_tile(q, kb, vb, m, s, acc, mask)
+        out.append(acc / s)
+    return torch.cat(out, dim=-2)
+"""
+
+PREVIOUS_CHAR_WITHOUT_RUNNING = """
+def find_previous_char_head(model, ids):
+    scores = torch.stack([
+        block.att.attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+        for block in model.trf_blocks
+    ])
+    return divmod(int(scores.argmax()), scores.shape[1])
+"""
+
 CASES = {  # folder: (notebook stem, check id, answer source, answer name)
     "hook": ("08_trained_attention", "zero_head", ZERO_HEAD_HOOK, "zero_head"),
     "identity": ("08_trained_attention", "zero_head", ZERO_HEAD_IDENTITY, "zero_head"),
     "cpu_mask": ("01_causal_attention", "causal_attention", CAUSAL_CPU_MASK, "CausalAttention"),
     "dropout": ("01_causal_attention", "causal_attention", CAUSAL_HAND_DROPOUT, "CausalAttention"),
     "shared_norm": ("05_transformer_blocks", "encoder_layer", ENCODER_SHARED_NORM, "EncoderLayer"),
+    "eval_override": (
+        "01_causal_attention",
+        "causal_attention",
+        CAUSAL_EVAL_OVERRIDDEN,
+        "CausalAttention",
+    ),
+    "bpe_in_place": ("11_language_model", "bpe_merge_step", BPE_IN_PLACE, "bpe_merge_step"),
+    "every_block": ("10_tiled_attention", "tiled_attention", TILED_EVERY_BLOCK, "tiled_attention"),
+    "stale_weights": (
+        "11_language_model",
+        "find_previous_char_head",
+        PREVIOUS_CHAR_WITHOUT_RUNNING,
+        "find_previous_char_head",
+    ),
 }
 
 
@@ -128,7 +211,11 @@ def test_check_and_grade_agree(graded, folder):
     exec(IMPORTS + "\n" + source, namespace)
     local = run_check(load_checks()[check_id], namespace[name])
     (remote,) = [c for c in graded[folder]["checks"] if c["id"] == check_id]
-    assert (remote["status"], remote["message"]) == (local.status.value, local.message)
+    if folder == "stale_weights":  # the hint names the passage, salted in the grade run
+        assert remote["status"] == local.status.value
+        assert "EARLIER run" in remote["message"] and "EARLIER run" in local.message
+    else:
+        assert (remote["status"], remote["message"]) == (local.status.value, local.message)
     if folder == "dropout":
         assert local.status.value == "passed"
     else:

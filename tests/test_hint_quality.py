@@ -15,7 +15,7 @@ def test_no_hint_misleads_no_wrong_answer_passes_every_right_answer_passes():
     assert [c.name for c, _ in kinds["passed"]] == []
     assert result["failed_right"] == []
     rejected = sum(len(kinds[k]) for k in ("named", "generic", "misleading"))
-    assert len(kinds["named"]) >= 0.8 * rejected  # the issue's target for a held-out probe
+    assert len(kinds["named"]) >= 0.85 * rejected  # issue 29: named for 85 % of the library
 
 
 def test_a_hint_naming_another_mistake_misleads_and_a_plain_difference_is_generic():

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 import numpy as np
 import torch
@@ -168,14 +168,16 @@ def _decode(value: object) -> object:
 
 
 def _after(value: object) -> object:
-    """An argument after the call: a module's state, a tensor's or array's values, another
-    object's attributes (e.g. a KV cache the call filled)."""
+    """An argument after the call: a module's state, a tensor's or array's values, a list's
+    items, another object's attributes (e.g. a KV cache the call filled)."""
     if isinstance(value, nn.Module):
         hooks = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in value.modules())
         state = {k: v.detach().clone() for k, v in value.state_dict().items()}
         return {"__state__": state, "__hooks__": hooks}
     if isinstance(value, torch.Tensor | np.ndarray):
         return value
+    if isinstance(value, list):  # a list the call may have changed in place (BPE's tokens)
+        return list(value)
     if hasattr(value, "__dict__") and not isinstance(value, type):
         return {"__vars__": dict(vars(value))}
     return None
@@ -220,6 +222,33 @@ class _SdpaCounter(TorchFunctionMode):
         if func is F.scaled_dot_product_attention:
             self.calls += 1
         return func(*args, **(kwargs or {}))
+
+
+class _GlobalCalls:
+    """Counts the calls of the function named ``name`` in ``func``'s module globals (the
+    learner's own helper, e.g. tiled attention's ``attention_tile``) while active; ``count``
+    stays None where it is never called (there is no such function, or the tiles are inline)."""
+
+    def __init__(self, func: object, name: str) -> None:
+        self.namespace = getattr(func, "__globals__", None)
+        self.name, self.calls = name, 0
+        self.count: int | None = None
+        self.target = self.namespace.get(name) if isinstance(self.namespace, dict) else None
+
+    def __enter__(self) -> _GlobalCalls:
+        if callable(self.target) and self.namespace is not None:
+            self.namespace[self.name] = self._counted
+        return self
+
+    def _counted(self, *args, **kwargs):
+        self.calls += 1
+        self.count = self.calls
+        target = cast(Callable[..., object], self.target)  # callable: __enter__ checked it
+        return target(*args, **kwargs)
+
+    def __exit__(self, *exc_info) -> None:
+        if self.namespace is not None and self.namespace.get(self.name) == self._counted:
+            self.namespace[self.name] = self.target
 
 
 class _ReferenceCalls:
@@ -297,6 +326,7 @@ def call(
     track_largest=False,
     peak_memory=False,
     device=None,
+    count_calls=None,
 ):
     """Call ``func``; the result, the arguments afterwards and whatever the options ask for.
 
@@ -313,6 +343,8 @@ def call(
         device: call a copy of the module ``func`` moved there, on the arguments moved there
             (``"meta"``: what a forward builds on the CPU shows); ``mixed_devices`` names
             the first operator that got tensors of two devices.
+        count_calls: also return ``global_calls``, how often ``func`` called the function
+            of this name in its own module's globals (None: there is none).
 
     A tensor result also gives ``storage``, the address of its memory (two results of a
     function that returns views of one cached tensor share it).
@@ -337,6 +369,7 @@ def call(
         counter = stack.enter_context(_SdpaCounter())
         largest = stack.enter_context(_LargestOutput()) if track_largest else None
         mix = stack.enter_context(_DeviceMix()) if device is not None else None
+        spy = stack.enter_context(_GlobalCalls(func, count_calls)) if count_calls else None
         before = _state(func) if isinstance(func, nn.Module) else {}
         reply["result"] = func(*args, **kwargs)
         if isinstance(func, nn.Module):
@@ -347,6 +380,8 @@ def call(
             reply["largest"] = largest.largest
         if mix is not None:
             reply["mixed_devices"] = mix.mixed
+        if spy is not None:
+            reply["global_calls"] = spy.count
         if isinstance(reply["result"], torch.Tensor):
             reply["storage"] = reply["result"].untyped_storage().data_ptr()
     if backward_seed is not None:

@@ -174,6 +174,9 @@ HINTS: dict[str, str] = {
     # trained attention (notebook 08)
     "previous_diagonal": "this is the weight a query gives ITSELF (the diagonal); the previous "
     "token is key t - 1: diagonal(offset=-1, dim1=-2, dim2=-1).",
+    "previous_diagonal_all_rows": "this is the weight a query gives ITSELF (the diagonal, "
+    "diagonal(offset=0)); the previous token is key t - 1: diagonal(offset=-1, dim1=-2, "
+    "dim2=-1).",
     "previous_next": "key t + 1 is in the future, hidden by the causal mask: the previous "
     "token is offset=-1, below the diagonal.",
     "previous_all_rows": "row 0 has no previous token: average over the num_tokens - 1 rows "
@@ -248,6 +251,9 @@ HINTS: dict[str, str] = {
     "tile_overflow": "contains inf or NaN: exp overflowed (in float32 exp(x) is inf above "
     "x = 88). Compute exp(scores - m_new) and exp(m - m_new), differences with the running "
     "max (at most 0), never exp of a score alone.",
+    "tile_mask_inverted": "mask inverted: True means HIDDEN, so fill the scores where the "
+    "mask is True (scores.masked_fill(mask, -torch.inf)), not where it is False (a query whose "
+    "keys are all hidden then gets NaN).",
     "tile_max_not_running": "m_new is the block's max alone: the running max is "
     "torch.maximum(m, scores.amax(dim=-1, keepdim=True)), over every key block so far.",
     "tile_mask_ignored": "the mask is not applied: fill the hidden scores with -inf before exp.",
@@ -269,6 +275,12 @@ HINTS: dict[str, str] = {
     "BEFORE the softmax (dividing the probabilities and renormalising undoes it).",
     "sampling_greedy": "temperature 0 means greedy: probability 1 on the most likely token "
     "(logits / 0 gives inf and NaN). Handle temperature == 0 first.",
+    "top_p_before_top_k": "top-p was applied to the whole distribution, before top-k: apply "
+    "top-k first, then top-p to the probabilities of the tokens top-k kept (the softmax of the "
+    "kept logits, renormalised), so top-p may keep fewer tokens than top-k.",
+    "sampling_greedy_split": "temperature 0 gives probability 1 to ONE token, the first of the "
+    "tied largest logits (as argmax picks), not shared among them: handle temperature == 0 "
+    "first, with one_hot(logits.argmax(dim=-1)).",
     "top_k_ties_by_position": "top-k keeps exactly k tokens and breaks ties at the k-th "
     "largest logit by position: a token's fate must depend on its logit only. Keep every "
     "token whose logit is >= the k-th largest (logits.topk(k, dim=-1).values[..., -1:]).",
@@ -285,6 +297,11 @@ HINTS: dict[str, str] = {
     "(min over (-count, pair)), as learn_merges does, so that learning is deterministic.",
     "bpe_right_to_left": "the merges go right to left: in 'a a a' the pair (a, a) merges "
     "as 'aa a', scanning from the left, and occurrences never overlap.",
+    "bpe_count_non_overlapping": "count every pair of neighbouring tokens, overlapping ones "
+    "too: in ['a', 'a', 'a'] the pair ('a', 'a') occurs twice (zip(tokens, tokens[1:])); only "
+    "the MERGE skips overlaps, left to right.",
+    "bpe_overlapping_merge": "occurrences never overlap: after merging tokens i and i + 1, "
+    "go on at i + 2 (['a', 'a', 'a'] becomes ['aa', 'a'], not ['aa', 'aa', 'a']).",
     "bpe_first_only": "only the first occurrence is merged: replace EVERY occurrence of the "
     "pair, left to right.",
     "loss_no_log": "the loss is -probability: take -log of the target's probability "
@@ -347,6 +364,10 @@ HINTS: dict[str, str] = {
     "step_ascent": "the loss went UP on the same batch: the step climbs the loss. Call "
     "loss.backward() on the loss itself (no minus sign); optimizer.step() moves against the "
     "gradient.",
+    "prev_char_stale": "that head is where the weights the model kept from an EARLIER run "
+    "point: run model(ids) first; each block's att.attn_weights holds the weights of the last "
+    "forward pass.",
+    "prev_char_reversed": "return (layer, head), the layer first: you returned (head, layer).",
     "prev_char_one_based": "layers and heads are numbered from 0, as model.trf_blocks[layer] "
     "and the columns of the weights are.",
     "prev_char_diagonal": "that head looks at the character ITSELF (the diagonal); the previous "

@@ -22,6 +22,7 @@ from ..expect import (
     expect_close,
     expect_like_reference,
     randn,
+    rng,
     seeded,
 )
 from ..hints import HINTS
@@ -34,7 +35,9 @@ NOTEBOOK = "05_transformer_blocks"
 @register("padding_mask", NOTEBOOK, time_limit=5.0)
 def check_padding_mask(func: Callable[..., object]) -> str:
     """``func(lengths, num_tokens)`` -> bool (b, 1, 1, num_tokens), True at padded keys."""
-    for lengths, num_tokens in (([3, 1, 5], 5), ([1], 1), ([2, 2], 4), ([4, 6], 6)):
+    size = int(rng(30).integers(5, 30))  # a batch of this run's own
+    own = [int(n) for n in rng(31).integers(1, size + 1, size=4)] + [size]
+    for lengths, num_tokens in (([3, 1, 5], 5), ([1], 1), ([2, 2], 4), ([4, 6], 6), (own, size)):
         want = padding_mask(lengths, num_tokens)
         got = call_pure(func, list(lengths), num_tokens)
         what = f"padding_mask({lengths}, {num_tokens})"

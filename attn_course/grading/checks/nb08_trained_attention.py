@@ -25,8 +25,10 @@ from ..expect import (
     expect_function_gradients,
     invoke_many,
     randn,
+    rng,
     salted,
     seeded,
+    shown,
 )
 from ..hints import HINTS
 from ..registry import CheckFailed, register
@@ -53,6 +55,7 @@ def check_previous_token_score(func: Callable[..., object]) -> str:
             f"the score of weights {tuple(w.shape)}",
             mistakes={
                 "previous_diagonal": diagonal_score(w),
+                "previous_diagonal_all_rows": w.diagonal(dim1=-2, dim2=-1).mean(dim=(0, 2)),
                 "previous_next": torch.zeros_like(want),
                 "previous_all_rows": all_rows,
             },  # fmt: skip
@@ -66,7 +69,8 @@ def check_previous_token_score(func: Callable[..., object]) -> str:
 @register("sinusoidal_positions", NOTEBOOK, time_limit=5.0)
 def check_sinusoidal_positions(func: Callable[..., object]) -> str:
     """``func(num_tokens, d_model)`` -> the (num_tokens, d_model) sin/cos table."""
-    for num_tokens, d_model in ((6, 4), (50, 16), (1, 2), (33, 64)):
+    salted_size = (int(rng(820).integers(2, 80)), 2 * int(rng(821).integers(1, 40)))
+    for num_tokens, d_model in ((6, 4), (50, 16), (1, 2), (33, 64), salted_size):
         want = sinusoidal_positions(num_tokens, d_model)
         positions = torch.arange(num_tokens, dtype=torch.float32)[:, None]
         i = torch.arange(d_model // 2, dtype=torch.float32)
@@ -194,12 +198,12 @@ def check_find_induction_heads(func: Callable[..., object]) -> str:
     gives another answer than the batch, or where layer 0's heads score above 0.5 too; some
     models have no induction head at all.
     """
-    tokens = TASKS["induction"].batch(64, seed=808).tokens
+    tokens = TASKS["induction"].batch(64, seed=salted(808)).tokens
     odd = tokens.clone()
     odd[0] = 5  # one sequence of a single repeated token: every head "finds" its copies
     many = tokens.clone()
     many[:32] = torch.arange(32)[:, None]  # half the batch one token each: layer 0 scores high
-    earlier = TASKS["induction"].batch(64, seed=809).tokens.flip(-1)
+    earlier = TASKS["induction"].batch(64, seed=salted(809)).tokens.flip(-1)
     cases = [((0, 1, 2, 3), False, tokens), ((2,), False, odd), ((1, 3), False, tokens)]
     cases += [((), False, odd), ((0, 1, 2, 3), True, tokens), ((1,), False, many)]
     for keep, fresh_layer_0, batch in cases:
@@ -220,7 +224,7 @@ def check_find_induction_heads(func: Callable[..., object]) -> str:
             f"a model whose {changed} heads were partly retrained away"
             + (", tokens with one sequence unlike the others" if batch is odd else "")
             + (", tokens with half the sequences one repeated token" if batch is many else "")
-            + f": its induction heads are {want}, you found {got}"
+            + f": you found {shown(got)}"
         )
         if got == stale and stale != want:
             raise CheckFailed(
@@ -240,7 +244,8 @@ def check_find_induction_heads(func: Callable[..., object]) -> str:
                 "(head_scores averages over all its sequences)."
             )
         raise CheckFailed(
-            f"{what}. Run the model on the tokens, take head_scores(model.attention_weights(), "
+            f"{what}, not the heads with an induction score above 0.5. Run the model on the "
+            "tokens, take head_scores(model.attention_weights(), "
             "tokens)['induction'] and keep every (layer, head) above 0.5."
         )
     return "you find exactly the heads with an induction score above 0.5."
@@ -274,10 +279,10 @@ def check_zero_head(func: Callable[..., object]) -> str:
         (ModelConfig(vocab_size=7, context_length=12, d_model=24, num_heads=3, num_layers=3), 2, 1),
     ]
     for i, (cfg, layer, head) in enumerate(cases):
-        tokens = torch.randint(cfg.vocab_size, (2, cfg.context_length),
-                               generator=torch.Generator().manual_seed(810 + i))  # fmt: skip
+        generator = torch.Generator().manual_seed(salted(810 + i))
+        tokens = torch.randint(cfg.vocab_size, (2, cfg.context_length), generator=generator)
 
-        def build(cfg: ModelConfig = cfg, seed: int = 820 + i) -> TinyTransformer:
+        def build(cfg: ModelConfig = cfg, seed: int = salted(820 + i)) -> TinyTransformer:
             with seeded(seed):
                 return TinyTransformer(cfg).eval()
 

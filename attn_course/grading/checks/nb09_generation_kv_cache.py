@@ -23,6 +23,7 @@ from ..expect import (
     expect_close,
     expect_function_gradients,
     randn,
+    rng,
     seeded,
 )
 from ..registry import CheckFailed, register
@@ -33,7 +34,11 @@ NOTEBOOK = "09_generation_kv_cache"
 @register("sliding_window_mask", NOTEBOOK, time_limit=5.0)
 def check_sliding_window_mask(func: Callable[..., object]) -> str:
     """``func(num_tokens, window)`` -> bool (num_tokens, num_tokens), True = hidden."""
-    for num_tokens, window in ((6, 3), (9, 4), (5, 1), (4, 10), (1, 1), (7, 2)):
+    sizes = rng(290).integers(8, 40)  # one salted size, with a window inside it
+    for num_tokens, window in (
+        (6, 3), (9, 4), (5, 1), (4, 10), (1, 1), (7, 2),
+        (int(sizes), int(rng(291).integers(2, sizes))),
+    ):  # fmt: skip
         want = sliding_window_mask(num_tokens, window)
         mistakes = {
             "window_one_too_many": sliding_window_mask(num_tokens, window + 1),
@@ -74,7 +79,8 @@ def check_repeat_kv(func: Callable[..., object]) -> str:
 def check_kv_cache_bytes(func: Callable[..., object]) -> str:
     """``func(num_layers, num_kv_groups, head_dim, num_tokens, batch_size, bytes_per_element)``."""
     # The first set tells the mistakes apart: bytes 4, batch 5, layers 12 and the factor 2.
-    for args in ((12, 4, 64, 100, 5, 4), (32, 8, 128, 1000, 3, 2), (1, 1, 1, 1, 1, 1)):
+    own = tuple(int(n) for n in rng(295).integers((1, 1, 8, 1, 1, 1), (48, 16, 256, 4096, 16, 8)))
+    for args in ((12, 4, 64, 100, 5, 4), (32, 8, 128, 1000, 3, 2), (1, 1, 1, 1, 1, 1), own):
         want = kv_cache_bytes(*args)
         num_layers, _, _, _, batch_size, bytes_per_element = args
         hints = {
@@ -118,6 +124,9 @@ def _cached_step_with(
         rows = slice(0, num_new) if stale else slice(start, start + num_new)
         mask = None if mistake == "cache_no_mask" else att.mask[rows, : start + num_new]
     group_size = att.num_heads // num_kv_groups
+    if mistake == "repeat_kv_tiled":  # x.repeat: the whole set of heads, tiled
+        keys, values = keys.repeat(1, group_size, 1, 1), values.repeat(1, group_size, 1, 1)
+        group_size = 1
     context_vec, _ = scaled_dot_product_attention(
         queries, repeat_kv(keys, group_size), repeat_kv(values, group_size), mask
     )
@@ -149,7 +158,12 @@ def check_attend_cached(func: Callable[..., object]) -> str:
             )
             mistakes = {
                 name: _cached_step_with(name, att, x, ref, layer)
-                for name in ("cache_stale_offset", "cache_no_mask", "cache_new_keys_only")
+                for name in (
+                    "cache_stale_offset",
+                    "cache_no_mask",
+                    "cache_new_keys_only",
+                    "repeat_kv_tiled",
+                )
             }
             with torch.no_grad():
                 want = attend_cached(att, x, ref, layer)

@@ -15,6 +15,8 @@ from ..expect import (
     expect_function_gradients,
     memory_grown_past,
     randn,
+    rng,
+    shown,
 )
 from ..hints import HINTS
 from ..registry import CheckFailed, register
@@ -47,12 +49,13 @@ SOFTMAX_MISTAKES = (
 @register("online_softmax_update", NOTEBOOK, time_limit=5.0)
 def check_online_softmax_update(func: Callable[..., object]) -> str:
     """``func(m, s, block)`` -> the new (m, s), streamed over rows whose max grows late."""
-    rng = np.random.default_rng(330)
+    generator = rng(330)  # salted: each row keeps its shape (a max that grows late, scores
+    shift = generator.uniform(-0.4, 0.4, size=9)  # past exp's overflow), its values change
     rows = [
-        np.array([1.0, 3.0, 2.0, 5.0]),
-        rng.normal(scale=5, size=11),
-        np.sort(rng.normal(size=9)),
-        np.array([800.0, 1500.0, -300.0, 2000.0, 1999.0]),  # exp overflows past 709
+        np.array([1.0, 3.0, 2.0, 5.0]) + shift[:4],
+        generator.normal(scale=5, size=11),
+        np.sort(generator.normal(size=9)),
+        np.array([800.0, 1500.0, -300.0, 2000.0, 1999.0]) + shift[4:],  # exp overflows past 709
     ]
     for row in rows:
         for block_size in (1, 3):
@@ -67,7 +70,7 @@ def check_online_softmax_update(func: Callable[..., object]) -> str:
                 }
                 m, s = online_softmax_update(m, s, block)
                 if not (isinstance(got, tuple | list) and len(got) == 2):
-                    raise CheckFailed(f"return the pair (m_new, s_new), got {got!r}.")
+                    raise CheckFailed(f"return the pair (m_new, s_new), got {shown(got)}.")
                 if not np.isclose(float(got[0]), m, rtol=1e-9) and np.isclose(
                     float(got[1]), m, rtol=1e-9
                 ):
@@ -77,8 +80,8 @@ def check_online_softmax_update(func: Callable[..., object]) -> str:
                     )
                 if not np.isclose(float(got[0]), m, rtol=1e-9):
                     raise CheckFailed(
-                        f"{what}: m = {float(got[0]):.4f}, expected {m:.4f}: "
-                        "the running max is max(m, max(block))."
+                        f"{what}: your m = {float(got[0]):.4f} is not the running max, "
+                        "max(m, max(block))."
                     )
                 if not np.isclose(float(got[1]), s, rtol=1e-9):
                     for name, (_, wrong_s) in mistakes.items():
@@ -88,14 +91,20 @@ def check_online_softmax_update(func: Callable[..., object]) -> str:
                         raise CheckFailed(
                             f"{what}: s = {float(got[1])}. {HINTS['online_overflow']}"
                         )
-                    raise CheckFailed(f"{what}: s = {float(got[1]):.4f}, expected {s:.4f}.")
+                    raise CheckFailed(
+                        f"{what}: your s = {float(got[1]):.4f} is not the sum of exp(score - m) "
+                        "over the scores so far. Check the rescale of the old sum by "
+                        "exp(m - m_new) and the new terms exp(block - m_new)."
+                    )
     return "the running max and sum equal the two-pass ones after every block."
 
 
 def _tile_with(mistake: str, q, k, v, m, s, acc, mask=None) -> tuple:
     """``attention_tile`` with ``mistake`` built in."""
     scores = q @ k.transpose(-2, -1)  # (..., block_q, block_k)
-    if mask is not None and mistake != "tile_mask_ignored":
+    if mask is not None and mistake == "tile_mask_inverted":
+        scores = scores.masked_fill(~mask, -torch.inf)
+    elif mask is not None and mistake != "tile_mask_ignored":
         scores = scores.masked_fill(mask, -torch.inf)
     m_new = scores.amax(dim=-1, keepdim=True)  # the block's max: "tile_max_not_running"
     if mistake != "tile_max_not_running":
@@ -111,6 +120,7 @@ TILE_MISTAKES = (
     "tile_sum_not_rescaled",
     "tile_acc_not_rescaled",
     "tile_mask_ignored",
+    "tile_mask_inverted",
     "tile_max_not_running",
 )
 
@@ -205,6 +215,36 @@ def _full_size(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: in
     return heads * nq * nk if heads * nq * nk > right else 2**62
 
 
+# The tile function the exercise's tiled_attention calls, by its name in the notebook.
+TILE = "attention_tile"
+
+
+def _expect_visible_blocks_only(
+    calls: dict[bool, object], nq: int, nk: int, block_size: int, what: str
+) -> None:
+    """Causal: the learner's ``attention_tile`` ran only for the key blocks that hold a key
+    visible to the query block. ``calls[causal]``: how often it ran without and with the
+    mask (the non-causal call visits every tile: a learner who calls it per head counts
+    alike in both); None where tiled_attention calls no global function of that name (an
+    answer with the tile written inline is not counted)."""
+    full, causal = calls.get(False), calls.get(True)
+    if not (isinstance(full, int) and isinstance(causal, int) and full > 0):
+        return
+    offset, blocks = nk - nq, -(-nk // block_size)
+    visible = sum(
+        -(-min(offset + min(q_start + block_size, nq), nk) // block_size)
+        for q_start in range(0, nq, block_size)
+    )
+    everything = blocks * -(-nq // block_size)
+    if causal * everything > full * visible:
+        raise CheckFailed(
+            f"{what}: right values, but attention_tile ran {causal} times against {full} "
+            f"without the mask, where {visible} of the {everything} tiles hold a visible key: "
+            "visit only the key blocks up to the query block's last position (keys "
+            "0 .. offset + q_end - 1); a block past it is all hidden, a wasted tile."
+        )
+
+
 @register("tiled_attention", NOTEBOOK, time_limit=15.0, imports_dynamo=True)
 def check_tiled_attention(func: Callable[..., object]) -> str:
     """``func(queries, keys, values, causal, block_size)`` without an (nq, nk) tensor."""
@@ -220,9 +260,12 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
     for i, (lead, nq, nk, head_dim, d_v, block_size) in enumerate(shapes):
         q, k = randn(*lead, nq, head_dim, seed=390 + i), randn(*lead, nk, head_dim, seed=400 + i)
         v = randn(*lead, nk, d_v, seed=410 + i)
+        tile_calls: dict[bool, object] = {}
         for causal in (False, True) if nq <= nk else (False,):  # causal needs nq <= nk
             want = tiled_attention(q, k, v, causal, block_size)
-            reply = call_pure_reply(func, (q, k, v, causal, block_size), track_largest=True)
+            reply = call_pure_reply(
+                func, (q, k, v, causal, block_size), track_largest=True, count_calls=TILE
+            )
             got, largest = reply["result"], reply["largest"]
             what = (
                 f"tiled_attention(queries {tuple(q.shape)}, keys {tuple(k.shape)}, "
@@ -237,6 +280,9 @@ def check_tiled_attention(func: Callable[..., object]) -> str:
             expect_close(got, want, what, mistakes)
             args = (q, k, v, causal, block_size)
             expect_function_gradients(func, args, tiled_attention, what, seed=390 + i)
+            tile_calls[causal] = reply.get("global_calls")
+            if causal:
+                _expect_visible_blocks_only(tile_calls, nq, nk, block_size, what)
             if largest >= _full_size(q, k, v, block_size):
                 raise CheckFailed(
                     f"{what}: right values, but an operator built a tensor with "

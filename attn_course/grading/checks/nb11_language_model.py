@@ -17,8 +17,8 @@ from ...corpus import load_corpus
 from ...generation import GPTModel
 from ...head_scores import diagonal_score, first_token_score, previous_token_score
 from ...lm import pretrained_lm, tokenizer
-from ...sampling import sampling_probabilities, top_p_filter
-from ..expect import call_pure, expect_close, randn, seeded
+from ...sampling import sampling_probabilities, top_k_filter, top_p_filter
+from ..expect import call_pure, expect_close, randn, rng, salted, seeded, shown
 from ..hints import HINTS
 from ..registry import CheckFailed, register
 
@@ -37,6 +37,9 @@ def _sampling_with(
     """``sampling_probabilities`` (temperature > 0) with ``mistake`` built in."""
     late = mistake in ("sampling_temperature_after", "sampling_no_temperature")
     scaled = logits if late else logits / temperature
+    if mistake == "top_p_before_top_k" and top_p is not None:
+        scaled = top_p_filter(scaled, top_p)  # on the whole distribution, then top-k
+        top_p = None
     if top_k is not None:
         kth = scaled.topk(top_k, dim=-1).values[..., -1:]
         if mistake == "top_k_ties_by_position":  # exactly k, ties broken by position
@@ -61,6 +64,7 @@ SAMPLING_MISTAKES = (
     "top_k_ties_dropped",
     "top_p_one_too_few",
     "top_p_one_too_many",
+    "top_p_before_top_k",
 )
 
 
@@ -77,23 +81,73 @@ def _nucleus_case(seed: int, p: float) -> torch.Tensor:
     raise RuntimeError("no logits found for the top-p case")  # never: seeds are fixed
 
 
+def _top_k_then_p_case(seed: int, k: int, p: float, temperature: float) -> torch.Tensor:
+    """(3, 12) salted logits on which, in EVERY row, top-p of the renormalised top-k
+    distribution keeps at least two tokens fewer than top-p of the whole distribution cut to
+    k: an answer that applies top-p before top-k fails whatever the secret, with its own hint
+    (one token fewer would read as "one too many")."""
+    rows = []
+    for row in range(3):
+        for attempt in range(1000):
+            logits = 2 * randn(1, 12, seed=seed + 1000 * row + attempt)
+            want = sampling_probabilities(logits, temperature, k, p)
+            before = _sampling_with("top_p_before_top_k", logits, temperature, k, p)
+            kept, kept_before = (int(torch.count_nonzero(x)) for x in (want, before))
+            scaled = logits / temperature
+            near = [
+                bool(((probs.sort(dim=-1, descending=True).values.cumsum(-1) - p).abs() <= 1e-3)
+                     .any())
+                for probs in (torch.softmax(scaled, -1), torch.softmax(top_k_filter(scaled, k), -1))
+            ]  # fmt: skip
+            if kept + 2 <= kept_before and not any(near):
+                rows.append(logits)
+                break
+        else:
+            raise RuntimeError("no logits found for the top-k-then-top-p case")  # never
+    return torch.cat(rows)
+
+
+def _tied(seed: int, rows: int, vocab_size: int, rank: int) -> torch.Tensor:
+    """Salted logits whose ``rank``-th largest (1 = the largest) ties in every row with a
+    token at another place (further right, for rank 1: argmax must pick the first)."""
+    logits = 2 * randn(rows, vocab_size, seed=seed)
+    order = logits.argsort(dim=-1, descending=True)
+    generator = torch.Generator().manual_seed(salted(seed))
+    for row in range(rows):
+        tie = order[row, rank - 1]  # the rank-th largest
+        others = order[row, rank:] if rank > 1 else order[row][order[row] > tie]
+        if others.numel() == 0:  # the largest is the last token: move it to the front
+            logits[row] = logits[row].roll(-int(tie), dims=0)
+            tie = torch.tensor(0)
+            others = torch.arange(1, vocab_size)
+        twin = others[torch.randint(others.numel(), (1,), generator=generator)]
+        logits[row, twin] = logits[row, tie].item()
+    return logits
+
+
+def _greedy_split(logits: torch.Tensor) -> torch.Tensor:
+    """Greedy as the limit of a tiny temperature: tied maxima share the probability."""
+    top = logits == logits.amax(dim=-1, keepdim=True)
+    return top.float() / top.sum(dim=-1, keepdim=True)
+
+
 @register("sampling_probabilities", NOTEBOOK, time_limit=10.0)
 def check_sampling_probabilities(func: Callable[..., object]) -> str:
     """``func(logits, temperature, top_k, top_p)`` -> the (b, vocab_size) distribution."""
-    ties = torch.tensor([[2.0, 1.0, 3.0, 1.0, 0.0, 1.0, -1.0], [0.0, 0.5, 0.5, 0.5, 2.0, 0.5, 1.0]])
-    cases = [  # (logits, temperature, top_k, top_p)
+    cases = [  # (logits, temperature, top_k, top_p): each case tests one property
         (3 * randn(4, 10, seed=1100), 0.7, None, None),
         (3 * randn(2, 9, seed=1101), 2.5, None, None),
-        (ties, 1.0, 3, None),  # the 3rd largest is tied: every tied token stays
-        (ties * 2, 0.5, 2, None),
+        (_tied(1102, 2, 7, rank=3), 1.0, 3, None),  # the 3rd largest ties: both stay
+        (_tied(1103, 2, 7, rank=2), 0.5, 2, None),
         (_nucleus_case(1110, 0.8), 1.0, None, 0.8),
         (_nucleus_case(1120, 0.5), 1.3, None, 0.5),
-        (_nucleus_case(1130, 0.9), 0.8, 6, 0.9),
+        (_top_k_then_p_case(1130, 6, 0.9, 0.8), 0.8, 6, 0.9),  # top-p of the top-k renormalised
         (3 * randn(3, 8, seed=1140), 0.0, None, None),  # greedy
+        (_tied(1141, 3, 8, rank=1), 0.0, None, None),  # greedy: the first of tied maxima
     ]
     for logits, temperature, top_k, top_p in cases:
         want = sampling_probabilities(logits, temperature, top_k, top_p)
-        mistakes = {}
+        mistakes = {"sampling_greedy_split": _greedy_split(logits)}
         if temperature > 0:
             mistakes = {m: _sampling_with(m, logits, temperature, top_k, top_p)
                         for m in SAMPLING_MISTAKES}  # fmt: skip
@@ -113,7 +167,11 @@ def check_sampling_probabilities(func: Callable[..., object]) -> str:
 
 def _bpe_step(tokens: list[str], mistake: str = "") -> tuple[tuple[str, str], list[str]]:
     """The reference merge step, or one with ``mistake`` built in."""
-    counts = Counter(zip(tokens, tokens[1:], strict=False))
+    if mistake == "bpe_count_non_overlapping":  # "a a a" counts (a, a) once
+        pairs = set(zip(tokens, tokens[1:], strict=False))
+        counts = Counter({pair: len(tokens) - len(merge_step(tokens, pair)) for pair in pairs})
+    else:
+        counts = Counter(zip(tokens, tokens[1:], strict=False))
     if mistake == "bpe_least_frequent":
         pair = min(counts, key=lambda pair: (counts[pair], pair))
     elif mistake == "bpe_tie_last":
@@ -129,21 +187,51 @@ def _bpe_step(tokens: list[str], mistake: str = "") -> tuple[tuple[str, str], li
             else:
                 merged, i = [tokens[i], *merged], i - 1
         return pair, merged
+    if mistake == "bpe_overlapping_merge":  # after a merge, the scan goes on at i + 1
+        merged, i = [], 0
+        while i < len(tokens):
+            if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
+                merged.append(tokens[i] + tokens[i + 1])
+            else:
+                merged.append(tokens[i])
+            i += 1
+        return pair, merged
     if mistake == "bpe_first_only":
         i = next(i for i in range(len(tokens) - 1) if (tokens[i], tokens[i + 1]) == pair)
         return pair, tokens[:i] + [pair[0] + pair[1]] + tokens[i + 2 :]
     return pair, merge_step(tokens, pair)
 
 
-BPE_MISTAKES = ("bpe_least_frequent", "bpe_tie_last", "bpe_right_to_left", "bpe_first_only")
+BPE_MISTAKES = (
+    "bpe_least_frequent",
+    "bpe_tie_last",
+    "bpe_right_to_left",
+    "bpe_first_only",
+    "bpe_overlapping_merge",
+    "bpe_count_non_overlapping",
+)
+
+# Each text tests a property whatever the letters are: "aaab aaab" merges (a, a) left to
+# right, "the cat and the hat" and "xyzzy zz y" tie, "aaaaa bc bc bc" counts (a, a) 4 times
+# overlapping (2 without), more than (b, c)'s 3.
+BPE_TEXTS = ("aaab aaab", "the cat and the hat", "abab bab", "xyzzy zz y", "aaaaa bc bc bc")
+
+
+def _relabelled(text: str, seed: int) -> str:
+    """``text`` with its letters renamed by a salted permutation of a..z (counts, ties and
+    overlaps stay; which pair sorts first changes with the secret)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    order = rng(seed).permutation(len(letters))
+    return text.translate(str.maketrans(letters, "".join(letters[i] for i in order)))
 
 
 @register("bpe_merge_step", NOTEBOOK, time_limit=5.0)
 def check_bpe_merge_step(func: Callable[..., object]) -> str:
     """``func(tokens)`` -> (the most frequent neighbouring pair, the tokens with it merged)."""
-    generator = torch.Generator().manual_seed(1150)
-    texts = ["aaab aaab", "the cat and the hat", "abab bab", "xyzzy zz y"]
-    texts += ["".join("ab "[i] for i in torch.randint(3, (30,), generator=generator))]
+    texts = [_relabelled(text, seed=1150 + i) for i, text in enumerate(BPE_TEXTS)]
+    generator = torch.Generator().manual_seed(salted(1150))
+    alphabet = _relabelled("ab ", seed=1149)
+    texts += ["".join(alphabet[i] for i in torch.randint(3, (30,), generator=generator))]
     for text in texts:
         tokens = list(text)
         if text == texts[-1]:  # a second step, on tokens that are already merged
@@ -155,11 +243,15 @@ def check_bpe_merge_step(func: Callable[..., object]) -> str:
         got = (tuple(got[0]), list(got[1]))
         if got == want:
             continue
-        what = f"one merge step on {tokens}: expected {want}, got {got}"
+        what = f"one merge step on {tokens}: you returned {shown(got)}"
         for mistake in BPE_MISTAKES:
             if got == _bpe_step(tokens, mistake) != want:
                 raise CheckFailed(f"{what}. {HINTS[mistake]}")
-        raise CheckFailed(f"{what}.")
+        raise CheckFailed(
+            f"{what}, not the most frequent pair merged left to right. Count every pair of "
+            "neighbouring tokens, take the most frequent (ties: the one that sorts first) and "
+            "merge each of its occurrences, scanning left to right."
+        )
     return "the most frequent pair (ties: the first in sorted order), merged left to right."
 
 
@@ -241,37 +333,55 @@ def _best(scores: torch.Tensor, lowest: bool = False) -> tuple[int, int]:
 
 @register("find_previous_char_head", NOTEBOOK, time_limit=15.0)
 def check_find_previous_char_head(func: Callable[..., object]) -> str:
-    """``func(model, ids)`` -> (layer, head) of the highest previous-character score on ids."""
+    """``func(model, ids)`` -> (layer, head) of the highest previous-character score on ids.
+
+    Three salted passages of the held-out text, each with the heads renumbered by a salted
+    permutation, chosen so that the right answer and every classic mistake's answer differ.
+    The model comes with the attention weights of its run on ``ids`` moved one head along,
+    so an answer that does not run the model on ``ids`` reads a wrong head.
+    """
     text = load_corpus().held_out_text
-    for i, start in enumerate((1000, 52_000, 203_000)):
-        model = _renumbered(_shipped(), seed=1191 + i)
-        passage = text[start : start + model.cfg.context_length]
+    length = _shipped().cfg.context_length
+    for i in range(3):
+        start = int(rng(1190 + i).integers(0, len(text) - length))
+        passage = text[start : start + length]
         ids = torch.tensor([tokenizer().encode(passage)])  # (1, num_tokens)
-        with torch.no_grad():
-            model(ids)
-        weights = model.attention_weights()  # (num_layers, 1, num_heads, n, n)
-        scores = {
-            "previous": torch.stack([previous_token_score(w) for w in weights]),
-            "diagonal": torch.stack([diagonal_score(w) for w in weights]),
-            "first": torch.stack([first_token_score(w) for w in weights]),
-        }
-        want = _best(scores["previous"])
+        for attempt in range(100):
+            model = _renumbered(_shipped(), seed=salted(1191 + 10 * i + attempt))
+            with torch.no_grad():
+                model(ids)
+            weights = model.attention_weights()  # (num_layers, 1, num_heads, n, n)
+            scores = {
+                "previous": torch.stack([previous_token_score(w) for w in weights]),
+                "diagonal": torch.stack([diagonal_score(w) for w in weights]),
+                "first": torch.stack([first_token_score(w) for w in weights]),
+            }
+            want = _best(scores["previous"])
+            mistakes = {
+                "prev_char_stale": (want[0], (want[1] + 1) % weights.shape[2]),
+                "prev_char_reversed": (want[1], want[0]),
+                "prev_char_one_based": (want[0] + 1, want[1] + 1),
+                "prev_char_diagonal": _best(scores["diagonal"]),
+                "prev_char_lowest": _best(scores["previous"], lowest=True),
+                "prev_char_first_token": _best(scores["first"]),
+            }
+            if len({want, *mistakes.values()}) == len(mistakes) + 1:
+                break
+        for block, w in zip(model.trf_blocks, weights, strict=True):
+            cast(TransformerBlock, block).att.attn_weights = w.roll(1, dims=1)  # stale
         got = call_pure(func, model, ids)
         if not (isinstance(got, tuple | list) and len(got) == 2):
-            raise CheckFailed(f"return a tuple (layer, head), got {got!r}.")
+            raise CheckFailed(f"return a tuple (layer, head), got {shown(got)}.")
         got = (int(got[0]), int(got[1]))
         if got == want:
             continue
-        what = f"on the held-out passage {passage[:30]!r}... the answer is {want}, not {got}"
-        mistakes = {
-            "prev_char_one_based": (want[0] + 1, want[1] + 1),
-            "prev_char_diagonal": _best(scores["diagonal"]),
-            "prev_char_lowest": _best(scores["previous"], lowest=True),
-            "prev_char_first_token": _best(scores["first"]),
-        }
+        what = (
+            f"on the held-out passage {passage[:30]!r}... your {got} is not the head with the "
+            "highest previous-character score"
+        )
         for name, wrong in mistakes.items():
             if got == wrong:
-                raise CheckFailed(f"{what}. {HINTS[name]}")
+                raise CheckFailed(f"{what}: {HINTS[name]}")
         raise CheckFailed(
             f"{what}. Run model(ids), stack every block's att.attn_weights, score each head by "
             "its mean weight on key t - 1 and return the (layer, head) of the highest score."

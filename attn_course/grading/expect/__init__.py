@@ -37,6 +37,7 @@ from .compare import (
     expect_close,
     expect_function_gradients,
     expect_pair,
+    shown,
 )
 from .inputs import RNG_LOCK, randn, rng, salted, seeded
 from .modules import (
@@ -67,6 +68,7 @@ __all__ = [
     "expect_close",
     "expect_answer",
     "expect_pair",
+    "shown",
     "expect_function_gradients",
     "attention_mistakes",
     "build_pair",

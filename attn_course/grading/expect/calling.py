@@ -56,6 +56,8 @@ def learner_error(exc: BaseException) -> str | None:
 def _snapshot(value: object) -> object:
     if isinstance(value, torch.Tensor | np.ndarray):
         return value.clone() if isinstance(value, torch.Tensor) else value.copy()
+    if isinstance(value, list):
+        return list(value)
     return None
 
 
@@ -88,9 +90,16 @@ def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **o
             arg.load_state_dict(after["__state__"])
         elif isinstance(after, dict) and "__vars__" in after:
             vars(arg).update(after["__vars__"])
+    for i, (after, old) in enumerate(zip(reply["after"], before, strict=True)):
+        if isinstance(old, list) and after != old:
+            raise CheckFailed(
+                f"your function changed its input list in place (argument {i + 1}): leave it "
+                "unchanged and build a new list (new = [] then new.append(...), or "
+                "new = list(old) before changing new)."
+            )
     afters = [a if isinstance(a, torch.Tensor | np.ndarray) else None for a in reply["after"]]
     for i, (after, old) in enumerate(zip(afters, before, strict=True)):
-        if old is not None and not _same(after, old):
+        if old is not None and not isinstance(old, list) and not _same(after, old):
             raise CheckFailed(
                 f"your function changed its input tensor in place (argument {i + 1}); "
                 "work on new tensors (e.g. x = x / s instead of x /= s, masked_fill instead "

@@ -21,6 +21,16 @@ from .inputs import salted
 
 RTOL, ATOL = 1e-4, 1e-5
 
+# The most characters of a learner's value that a hint echoes: a hint is no channel for the
+# learner's data, and no wall of text.
+SHOWN_LIMIT = 80
+
+
+def shown(value: object, limit: int = SHOWN_LIMIT) -> str:
+    """``repr(value)`` cut to ``limit`` characters with an ellipsis: a learner's value in a hint."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 def close(got: object, want: torch.Tensor) -> bool:
     """Same shape and values (NaN matches NaN), within the checks' float tolerance."""
@@ -98,16 +108,21 @@ def expect_answer(answer: object, want: object, what: str, hints: dict | None = 
     """Compare a predicted value (an int, or a shape given as tuple/list/torch.Size)."""
     if isinstance(want, tuple):
         if not isinstance(answer, tuple | list | torch.Size):
-            raise CheckFailed(f"{what}: answer with a tuple of ints like (2, 3), not {answer!r}.")
+            raise CheckFailed(
+                f"{what}: answer with a tuple of ints like (2, 3), not {shown(answer)}."
+            )
         answer = tuple(answer)
     elif isinstance(want, int):
         if not isinstance(answer, numbers.Integral) or isinstance(answer, bool):
-            raise CheckFailed(f"{what}: answer with one whole number (an int), not {answer!r}.")
+            raise CheckFailed(
+                f"{what}: answer with one whole number (an int), not {shown(answer)}."
+            )
         answer = int(answer)  # NumPy integers too
     if answer == want:
         return f"{what}: {answer} is right."
     hint = (hints or {}).get(answer)
-    raise CheckFailed(f"{what}: {answer!r} is not right. {hint or 'Recompute it step by step.'}")
+    hint = hint or "Recompute it step by step."
+    raise CheckFailed(f"{what}: {shown(answer)} is not right. {hint}")
 
 
 def expect_function_gradients(

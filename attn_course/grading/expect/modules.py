@@ -222,6 +222,7 @@ def expect_module(
     dropout_hint: str = "",
     seed: int = 0,
     dropout: bool = True,
+    after_eval: bool = True,
 ) -> None:
     """Everything the lectures teach about a module, call after call on ONE instance.
 
@@ -232,7 +233,9 @@ def expect_module(
     parameter gradients must match the reference's. Then, on the first call's input: dropout
     judged by what it means (``expect_dropout``, unless ``dropout`` is False: it is the
     costly part, a check runs it on two configurations; ``dropout_hint`` says where it goes)
-    and the module moved to the ``meta`` device (``expect_on_meta``).
+    and the module moved to the ``meta`` device (``expect_on_meta``). ``after_eval``: the
+    dropout test also checks that the module's own ``eval()`` turns dropout off
+    (``expect_like_reference`` asks it for a class's first configuration).
     A tuple output is compared by its first element. When a later call goes wrong, the hint
     names the attributes an earlier call changed and the reference's forward does not.
     """
@@ -293,7 +296,7 @@ def expect_module(
         _expect_gradients(next(replies)["grads"], ref, args, label, grad_seed)
     first, label = calls[0], what(calls[0])
     if dropout:
-        expect_dropout(mine, ref, first, label, dropout_hint, seed)
+        expect_dropout(mine, ref, first, label, dropout_hint, seed, after_eval)
     expect_on_meta(mine, first, label, tuple(_run_ref(ref, first, train=False, seed=None).shape))
 
 
@@ -370,7 +373,13 @@ def _unscaled(module: nn.Module) -> Iterator[None]:
 
 
 def expect_dropout(
-    mine: nn.Module, ref: nn.Module, args: tuple, label: str, hint: str, seed: int
+    mine: nn.Module,
+    ref: nn.Module,
+    args: tuple,
+    label: str,
+    hint: str,
+    seed: int,
+    after_eval: bool = True,
 ) -> None:
     """Dropout judged by what it means, not by the random numbers it draws.
 
@@ -393,9 +402,11 @@ def expect_dropout(
             )
     draw_seed = salted(seed * 100 + 99)
     args = tuple(a[:1] if isinstance(a, torch.Tensor) else a for a in args)  # one sequence
-    got = _draws(mine, args, draw_seed, learner=True)
     want_eval = _run_ref(ref, args, train=False, seed=None).reshape(-1).double()
     floor = ATOL + RTOL * want_eval.abs()
+    got = _draws(mine, args, draw_seed, learner=True)  # leaves the module in training mode
+    if after_eval:  # once per class and check: two requests to the kernel
+        _expect_off_after_eval(mine, args, want_eval, floor, label)
 
     def like() -> bool:
         return _same_distribution(got, _draws(ref, args, draw_seed + 1, learner=False), floor)
@@ -430,6 +441,28 @@ def expect_dropout(
         where + f"over {DROPOUT_DRAWS} draws the outputs' average or spread differs from the "
         f"lecture's dropout (rate {rate}, kept values scaled by 1/(1 - p)). {hint}"
     )
+
+
+def _expect_off_after_eval(
+    mine: nn.Module, args: tuple, want: torch.Tensor, floor: torch.Tensor, label: str
+) -> None:
+    """From training mode, after the module's own ``eval()`` (as a learner calls it, not
+    ``train(False)``), two calls drawing other random numbers give the reference's eval
+    output: no dropout. Two requests: the eval() call, then both calls at once."""
+    invoke(getattr(mine, "eval"), ())  # noqa: B009  (a Remote's method: a request)
+    options = [{"no_grad": True, "seed": salted(seed)} for seed in (1, 2)]
+    for reply in invoke_many(mine, args, options):
+        out = _output(reply)
+        if not (isinstance(out, torch.Tensor) and out.numel() == want.numel()):
+            return  # a wrong shape or type: the eval comparisons name it
+        if not bool((out.detach().reshape(-1).double() - want).abs().le(floor).all()):
+            raise CheckFailed(
+                f"{label}, after model.eval(): the output is not the lecture's eval output "
+                "(no dropout), so dropout is still on in eval mode. Use the nn.Dropout "
+                "module (self.dropout), which eval() switches off (or pass "
+                "training=self.training to F.dropout), and leave eval() and train() as "
+                "nn.Module defines them."
+            )
 
 
 # Errors of reading values on the meta device, which has shapes but no data.
@@ -487,9 +520,12 @@ def expect_like_reference(
     """
     shown = ", ".join(map(repr, args))
     label = what or (lambda call: f"{cls.__name__}({shown}) on input {tuple(call[0].shape)}")
+    first = (_PASSED.get() or (None, ""))[0] is not cls  # the first configuration of cls
     try:
         mine, ref = build_pair(cls, ref_cls, args, seed)
-        expect_module(mine, ref, calls, label, mistakes_of, hints, dropout_hint, seed, dropout)
+        expect_module(
+            mine, ref, calls, label, mistakes_of, hints, dropout_hint, seed, dropout, first
+        )
     except Exception as exc:
         error, passed = learner_error(exc), _PASSED.get()
         if error is None or _not_implemented(exc) or passed is None or passed[0] is not cls:

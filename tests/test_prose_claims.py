@@ -230,10 +230,17 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "equals the uniform score, 0.17",
+        "at or below the uniform score (0.17;",
         "0.17",
         2,
         r"speaker name ([\d.]+), first token",
+    ),
+    (
+        "11_language_model",
+        "at or below the uniform score (0.17; L3 H3 0.11)",
+        "0.11",
+        2,
+        r"layer 3, speaker name: (?:H\d [\d.]+, ){3}H3 ([\d.]+)",
     ),
     (
         "11_language_model",
@@ -272,15 +279,15 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "(mean weight 0.69 along that stripe)",
-        "0.69",
+        "(mean weight 0.65 along that stripe)",
+        "0.65",
         2,
         r"over queries 64 to 127: ([\d.]+)",
     ),
     (
         "11_language_model",
-        "(0.46 of the weight of queries 1 to 63)",
-        "0.46",
+        "(0.49 of the weight of queries 1 to 63)",
+        "0.49",
         2,
         r"on key 0 over queries 1 to 63: ([\d.]+)",
     ),
@@ -2556,7 +2563,7 @@ CLAIMS = [
     ("10_tiled_attention", "and the mask 1 MiB", "1", 0, r"bool mask: (\d+) MiB"),
     (
         "10_tiled_attention",
-        "without the mask\nat 1,024 tokens, the only length timed that way",
+        "matrix products, at 1,024 tokens, the only length timed that way",
         "1024",
         0,
         r"not causal, n = (\d+): naive",
@@ -2567,6 +2574,20 @@ CLAIMS = [
         "25.0",
         1,
         r"skips \(block 128\): ([\d.]+)% at n = 256,",
+    ),
+    (
+        "10_tiled_attention",
+        "(tiled 73.5 ms, naive 73.1 ms: the line before)",
+        "73.5",
+        1,
+        r"not causal, n = 1024: naive [\d.]+ ms, tiled ([\d.]+) ms",
+    ),
+    (
+        "10_tiled_attention",
+        "(tiled 73.5 ms, naive 73.1 ms: the line before)",
+        "73.1",
+        1,
+        r"not causal, n = 1024: naive ([\d.]+) ms",
     ),
     ("10_tiled_attention", "37.5% at 512", "37.5", 1, r"([\d.]+)% at n = 512,"),
     ("10_tiled_attention", "43.8% at\n1,024", "43.8", 1, r"([\d.]+)% at n = 1024,"),
@@ -2591,6 +2612,140 @@ CLAIMS = [
     ("10_tiled_attention", "from 108 calls at 256 tokens", "108", 0, r"(\d+) at n = 256,"),
     ("10_tiled_attention", "to 3762 at 2,048", "3762", 0, r"(\d+) at n = 2048\n"),
     ("10_tiled_attention", "a tile is 256 KiB, and the few", "256", 0, r"tile: (\d+) KiB"),
+    (
+        "10_tiled_attention",
+        "a 128 KiB block each of K and V",
+        "128",
+        0,
+        r"block of K or V: (\d+) KiB",
+    ),
+    (
+        "10_tiled_attention",
+        "SRAM holds 49,152 float32 numbers",
+        "49152",
+        0,
+        r"SRAM holds ([\d,]+) float32 numbers",
+    ),
+    ("10_tiled_attention", "$d^2$ = 4,096", "4096", 0, r"d\^2 at d = 64: ([\d,]+)"),
+    (
+        "11_language_model",
+        "on the 12 passages read once, L1 H2 puts 0.49",
+        "0.49",
+        2,
+        r"read once: weight on key 0 ([\d.]+);",
+    ),
+    (
+        "11_language_model",
+        "(induction score 0.23, against 0.08 for a uniform head)",
+        "0.23",
+        2,
+        r"read once: .*; induction score ([\d.]+) \(",
+    ),
+    (
+        "11_language_model",
+        "(induction score 0.23, against 0.08 for a uniform head)",
+        "0.08",
+        2,
+        r"read once: .*\(uniform head ([\d.]+)\)",
+    ),
+    (
+        "11_language_model",
+        "context, would lose 3.32",
+        "3.32",
+        2,
+        r"([\d.]+) nats: the held-out loss of knowing only",
+    ),
+    (
+        "11_language_model",
+        "the two agree within 0.020 nats",
+        "0.020",
+        3,
+        r"from step 150 on at most ([\d.]+) nats",
+    ),
+    (
+        "11_language_model",
+        "1,024,000 characters, 0.23 of one pass",
+        "1024000",
+        0,
+        r"the run reads ([\d,]+) characters",
+    ),
+    (
+        "11_language_model",
+        "1,024,000 characters, 0.23 of one pass",
+        "0.23",
+        2,
+        r"characters: ([\d.]+) of one pass",
+    ),
+    (
+        "11_language_model",
+        "held-out loss is 4.43",
+        "4.43",
+        2,
+        r"\n +0 +[\d.]+ +([\d.]+)\n",
+    ),
+    (
+        "11_language_model",
+        "the stored run's at step 100 is 2.54",
+        "2.54",
+        2,
+        r"\n +100 +[\d.]+ +([\d.]+)\n",
+    ),
+    (
+        "11_language_model",
+        "0.046 below temperature 0.8, 1.4",
+        "0.046",
+        3,
+        r"real words, T = 0\.8 minus T = 1\.0: ([\d.]+) =",
+    ),
+    (
+        "11_language_model",
+        "0.046 below temperature 0.8, 1.4",
+        "1.4",
+        1,
+        r"real words, T = 0\.8 minus T = 1\.0: [\d.]+ = ([\d.]+) standard errors",
+    ),
+    (
+        "11_language_model",
+        "the other 7 have real words",
+        "7",
+        0,
+        r"looping text\(s\), (\d+) texts",
+    ),
+    (
+        "11_language_model",
+        "0.88 ± 0.07 and loss 1.43 ± 0.10",
+        "0.88",
+        2,
+        r"looping text\(s\), \d+ texts: real words ([\d.]+) ±",
+    ),
+    (
+        "11_language_model",
+        "0.88 ± 0.07 and loss 1.43 ± 0.10",
+        "0.07",
+        2,
+        r"looping text\(s\), \d+ texts: real words [\d.]+ ± ([\d.]+)",
+    ),
+    (
+        "11_language_model",
+        "0.88 ± 0.07 and loss 1.43 ± 0.10",
+        "1.43",
+        2,
+        r"looping text\(s\), \d+ texts: .*loss ([\d.]+) ±",
+    ),
+    (
+        "11_language_model",
+        "0.88 ± 0.07 and loss 1.43 ± 0.10",
+        "0.10",
+        2,
+        r"looping text\(s\), \d+ texts: .*loss [\d.]+ ± ([\d.]+)",
+    ),
+    (
+        "11_language_model",
+        "pulled all 8 down to 1.26",
+        "1.26",
+        2,
+        r"T = 1\.0 +(?:[\d.]+ ± [\d.]+ +){3}([\d.]+) ±",
+    ),
     (
         "08_trained_attention",
         "accuracy collapses to 2.0%",
@@ -3946,15 +4101,18 @@ def test_tiled_traffic_claims():
 
 
 def test_tiled_loop_beats_naive_in_the_stored_run():
-    """10: "faster than the naive path at every length it timed", masked or not."""
+    """10: "faster than the naive path at every causal length it timed"; without the mask "the
+    loop and the naive path took about the same time in this run" (within 10%)."""
     cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
-    text = "\n".join(nearby_outputs(cells, "at every length it timed, 256 tokens included"))
-    pattern = r"causal, n = (\d+): naive ([\d.]+) ms, tiled ([\d.]+) ms, fused [\d.]+ ms"
+    text = "\n".join(nearby_outputs(cells, "at every causal length it timed, 256 tokens included"))
+    pattern = r"(not )?causal, n = (\d+): naive ([\d.]+) ms, tiled ([\d.]+) ms, fused [\d.]+ ms"
     rows = re.findall(pattern, text)
     assert len(rows) == 5, rows  # four causal lengths and one line without the mask
-    for n, naive, tiled in rows:
-        assert float(tiled) < float(naive), f"at n = {n}: {naive} vs {tiled} ms"
-    assert rows[0][0] == "256"
+    *causal, (unmasked, n, naive, tiled) = rows
+    for not_, n_causal, naive_causal, tiled_causal in causal:
+        assert not not_ and float(tiled_causal) < float(naive_causal), (n_causal, naive_causal)
+    assert causal[0][1] == "256" and unmasked and n == "1024"
+    assert abs(float(tiled) - float(naive)) < 0.1 * float(naive), (naive, tiled)
 
 
 def test_attention_cost_timing():
@@ -4157,3 +4315,15 @@ def test_05_scaled_stream_is_not_held_at_its_input_size():
         assert scaled_1 < plain_1 and scaled_small < plain_small
     assert table["48"][1] / table["0"][1] < 1.1  # unit input: held near its size
     assert table["48"][3] / table["0"][3] > 10  # GPT-2's embedding scale: not held
+
+
+def test_10_tiled_working_set_is_the_constant_part_of_the_peak():
+    """10 §4: "the few alive at once, about 1.03 MiB (the constant part of the tiled peak in
+    section 3)": section 3's tiled peak minus its linear part is that figure at every length."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "tiles whose size does not change"))
+    line = re.search(r"tiled, peak minus that linear part: ([\d., ]+) MiB", text).group(1)
+    constant = {float(v) for v in line.split(", ")}
+    (prose,) = [c.source for c in cells if "the constant part of the" in c.source]
+    stated = float(re.search(r"about ([\d.]+) MiB \(the constant part", prose).group(1))
+    assert len(line.split(", ")) == 4 and constant == {stated}, (line, stated)

@@ -85,7 +85,7 @@ def apply_rope(x: torch.Tensor, start: int = 0, base: float = ROPE_BASE) -> torc
             head_dim). Token k of ``x`` stands at position ``start + k``.
         start: the position of the first token (non-zero when new tokens are appended to a
             KV cache: the cache keeps keys that are already rotated).
-        base: θ_i = base^(-2i/head_dim); 10000 in RoFormer and LLaMA.
+        base: θ_i = base^(-2i/head_dim); 10000 in RoFormer and LLaMA 1/2 (Llama 3: 500,000).
 
     Returns:
         A new tensor of x's shape and dtype: (x0 cos - x1 sin, x0 sin + x1 cos) per pair.

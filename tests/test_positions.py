@@ -147,3 +147,44 @@ def test_rope_pair_contributes_cos_of_its_angle_plus_offset_so_parallel_pairs_sc
     assert abs(score(q, k, 5, 2) - score(q, k, 2, 5)) > 0.1
     for parallel in (q, 2.5 * q, -q):
         assert score(q, parallel, 5, 2) == pytest.approx(score(q, parallel, 2, 5), abs=1e-9)
+
+
+def test_rope_long_offsets_are_read_mod_2pi_and_by_offset_not_position():
+    """08 §3: trained on offsets 0 to 31, a 64-wide head's pair 6 reaches 22.58 rad at offset
+    127, the rotation of 3.73 rad that offset 21 already gave: the score at offset 127 equals
+    the one at offset 21 (query 127, key 0, or query 130, key 3: the offset counts, not the
+    position), not the one at offset -21. Counted by the rotations apply_rope makes, pair 6
+    lands outside its trained range at 12 of the offsets 32 to 127 and pair 11 at all 96 (read
+    without mod 2π, pair 6 would be outside at all 96 too)."""
+    generator = torch.Generator().manual_seed(0)
+    head_dim = 64
+
+    def only_pair(pair: int) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k = torch.zeros(2, head_dim, dtype=torch.float64)
+        q[2 * pair : 2 * pair + 2], k[2 * pair : 2 * pair + 2] = torch.randn(
+            2, 2, dtype=torch.float64, generator=generator
+        )
+        return q, k
+
+    def score(q: torch.Tensor, k: torch.Tensor, m: int, n: int) -> float:
+        return (apply_rope(q[None], start=m) @ apply_rope(k[None], start=n).T).item()
+
+    q, k = only_pair(6)
+    assert rope_angles(128, head_dim)[127, 6].item() == pytest.approx(22.58, abs=5e-3)
+    assert score(q, k, 127, 0) == pytest.approx(score(q, k, 21, 0), abs=2e-3)
+    assert score(q, k, 130, 3) == pytest.approx(score(q, k, 21, 0), abs=2e-3)
+    assert abs(score(q, k, 127, 0) - score(q, k, 0, 21)) > 0.1  # offset -21: another score
+
+    def outside(pair: int) -> tuple[int, int]:
+        """Offsets 32..127 whose rotation of pair ``pair`` lies outside the trained range, read
+        mod 2π (the rotated vector's angle) and as a raw angle."""
+        unit = torch.zeros(128, head_dim, dtype=torch.float64)
+        unit[:, 2 * pair] = 1.0  # the same vector at every position 0..127
+        rotated = apply_rope(unit)[:, 2 * pair : 2 * pair + 2]  # (128, 2)
+        turned = torch.atan2(rotated[:, 1], rotated[:, 0]) % (2 * math.pi)  # angle mod 2π
+        trained_max = turned[:32].max()
+        raw = rope_angles(128, head_dim)[:, pair].double()
+        return int((turned[32:] > trained_max).sum()), int((raw[32:] > raw[:32].max()).sum())
+
+    assert outside(6) == (12, 96)
+    assert outside(11) == (96, 96)

@@ -1954,106 +1954,169 @@ CLAIMS = [
     # stores other times must update the prose, these claims and test_attention_cost_timing).
     (
         "06_attention_cost",
-        "module's median time grew\n427-fold",
-        "427",
+        "module's median time grew\n179-fold",
+        "179",
         0,
-        r"from 64 to 1024 tokens, this run: x(\d+)",
+        r"lecture median time from 64 to 1024 tokens, this run: x(\d+)",
     ),
     (
         "06_attention_cost",
-        "427-fold: faster than its total counted work (96-fold)",
+        "(its fastest run 169-fold)",
+        "169",
+        0,
+        r"lecture fastest run from 64 to 1024 tokens, this run: x(\d+)",
+    ),
+    (
+        "06_attention_cost",
+        "faster than its total counted work (96-fold)",
         "96",
         0,
         r"counted work grows (\d+)x",
     ),
     (
         "06_attention_cost",
-        "spreads (slowest run\n/ fastest) reach 90",
-        "90",
+        "spreads (slowest run / fastest) reach\n23",
+        "23",
         0,
-        r"\n +64 +[\d.]+ ms +[\d.]+ +[\d.]+ ms +([\d.]+)",
+        r"\n +64 +[\d.]+ ms +[\d.]+ ms +([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fitted over the last three lengths, 1.95 (lecture",
-        "1.95",
+        "fitted over the last three lengths, 2.49 (lecture",
+        "2.49",
         2,
-        r"lecture: time slope .* ([\d.]+)",
+        r"lecture: time slope .* medians ([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "1.95 (lecture 03's module) and 2.98 (fused)",
-        "2.98",
+        "2.49 (lecture 03's module) and 2.04 (fused)",
+        "2.04",
         2,
-        r"fused: time slope .* ([\d.]+)",
+        r"fused: time slope .* medians ([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
-        "2.5",
+        "2.40 and 2.08 for the fastest runs",
+        "2.40",
+        2,
+        r"lecture: time slope .* fastest runs ([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "2.40 and 2.08 for the fastest runs",
+        "2.08",
+        2,
+        r"fused: time slope .* fastest runs ([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
+        "2.0",
         1,
-        r"lecture: median time per doubling of num_tokens x([\d.]+)",
+        r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
-        "11.4",
+        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
+        "3.1",
+        1,
+        r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
+        "7.0",
+        1,
+        r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
+        "4.0",
+        1,
+        r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
+        "1.8",
+        1,
+        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
+        "3.1",
         1,
         r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
-        "5.2",
+        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
+        "7.0",
         1,
         r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "median time grew ×2.5, ×11.4, ×5.2 and ×2.9",
-        "2.9",
+        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
+        "4.5",
         1,
         r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
-        "1.4",
+        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
+        "1.6",
         1,
-        r"fused: median time per doubling of num_tokens x([\d.]+)",
+        r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
-        "2.5",
+        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
+        "2.2",
+        1,
+        r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
+        "3.1",
+        1,
+        r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
+        "5.8",
+        1,
+        r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
+        "1.7",
+        1,
+        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
+    ),
+    (
+        "06_attention_cost",
+        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
+        "2.1",
         1,
         r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
-        "22.6",
+        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
+        "3.1",
         1,
         r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "kernel's ×1.4, ×2.5, ×22.6 and ×2.8",
-        "2.8",
-        1,
-        r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "both modules (×2.9 and ×2.8)",
-        "2.9",
-        1,
-        r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
-    ),
-    (
-        "06_attention_cost",
-        "both modules (×2.9 and ×2.8)",
-        "2.8",
+        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
+        "5.5",
         1,
         r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
     ),
@@ -2066,31 +2129,31 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "3.2\ntimes at 1,024",
-        "3.2",
+        "4.9\ntimes at 1,024",
+        "4.9",
         1,
         r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){4}([\d.]+)x",
     ),
     (
         "06_attention_cost",
-        "the largest ratio, 13.5, is at 256",
-        "13.5",
+        "the largest ratio, 5.9, is\nat 512",
+        "5.9",
         1,
-        r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){2}([\d.]+)x",
+        r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){3}([\d.]+)x",
     ),
     (
         "06_attention_cost",
-        "grew from 0.21 ms to 45.99 ms",
-        "0.21",
+        "grew from 0.13 ms to 7.85 ms",
+        "0.13",
         2,
-        r"\n +64 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+        r"\n +64 +[\d.]+ ms +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
     ),
     (
         "06_attention_cost",
-        "grew from 0.21 ms to 45.99 ms",
-        "45.99",
+        "grew from 0.13 ms to 7.85 ms",
+        "7.85",
         2,
-        r"\n +1024 +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+        r"\n +1024 +[\d.]+ ms +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
     ),
     (
         "06_attention_cost",
@@ -2101,7 +2164,7 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "on the machine that stored this run, one, so a core had its 2 MiB",
+        "that stored this run, one, so a core had its 2 MiB",
         "2",
         0,
         r"cpu0's L2 cache: ([\d.]+) MiB L2, one CPU's own \(this machine\)",
@@ -2144,19 +2207,47 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "each is 1 MiB at 256 tokens",
+        "Each is 1 MiB at 256 tokens",
         "1",
         0,
         r"num_tokens =  256: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
     ),
     (
         "06_attention_cost",
-        "but 4 MiB at 512 (printed above)",
+        "and 4 MiB at 512, so one alone",
         "4",
         0,
         r"num_tokens =  512: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
     ),
-    ("06_attention_cost", "(0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
+    ("06_attention_cost", "(at least 0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
+    (
+        "06_attention_cost",
+        "0.75 MiB at 128 tokens",
+        "0.75",
+        2,
+        r"num_tokens =  128: .* three together ([\d.]+) MiB",
+    ),
+    (
+        "06_attention_cost",
+        "and 3 MiB at 256 (printed",
+        "3",
+        0,
+        r"num_tokens =  256: .* three together ([\d.]+) MiB",
+    ),
+    (
+        "06_attention_cost",
+        "autograd saves three `(num_heads, n, n)` float tensors per layer, not one",
+        "3",
+        0,
+        r"dropout 0.1: .* per layer: (\d+)",
+    ),
+    (
+        "06_attention_cost",
+        "autograd saves three `(num_heads, n, n)` float tensors per layer, not one",
+        "1",
+        0,
+        r"dropout 0.0: .* per layer: (\d+)",
+    ),
     (
         "06_attention_cost",
         "blocks of 32, 64 or 256 rows",
@@ -4195,58 +4286,98 @@ def test_tiled_loop_beats_naive_in_the_stored_run():
 
 
 def test_attention_cost_timing():
-    """06: the words around the stored timings ("faster at every timed length", "largest
-    ratio ... at 256", which doublings are steeper than x4 and which is each module's steepest,
-    the page faults, the growth from 64 to 1024 tokens) hold for the stored run; a reversed or
-    shifted reading of the table fails."""
+    """06: the words around the stored timings hold for the stored run: "faster at every timed
+    length", "largest ratio ... at 512", which doublings are steeper than x4 in the fastest runs
+    and the medians (the lecture module's 256 -> 512 across the band where one tensor alone
+    passes the L2, the fused kernel's 512 -> 1024 across its block switch), the medians close to
+    the fastest runs, no page faults, the growth from 64 to 1024 tokens; a reversed or shifted
+    reading of the table fails."""
     cells = nbformat.read(ROOT / "notebooks" / "06_attention_cost.ipynb", as_version=4).cells
     text = next(c for c in cells if c.get("id") == "06-011").outputs[0]["text"]
     prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     for words in (
-        "the largest ratio, 13.5, is at 256",
-        "the lecture\n  module's from 128 to 256 tokens (its steepest) and from 256 to 512",
-        "neither\n    module took a single minor page fault per pass (median of 7) at 64 to 512",
-        "Only at 1,024 tokens did the lecture module take thousands",
-        "The fused kernel took none.",
-        "grew faster from 64 to 1,024\n  tokens than its counted work, and faster than",
+        "the largest ratio, 5.9, is\nat 512 tokens",
+        "the\n  lecture module's from 256 to 512 tokens (×7.0) and the fused kernel's from 512 "
+        "to 1,024\n  (×5.8). The lecture module's last doubling is ×4.0 in its fastest runs "
+        "(×4.5 in the median)",
+        "grew ×3.1 across the olive band, about its counted\n    work (×3.0), and ×7.0 across the "
+        "grey band, where its counted work grows ×3.3",
+        "neither\n    module took a single minor page fault per pass (median of 7) at any "
+        "timed length",
+        "In the run stored here both steps show in the fastest runs as in\n  the medians.",
+        "the medians lie close to the fastest runs at every length",
+        "grew faster from 64 to 1,024 tokens than its counted work, though slower\n  than the "
+        "attention products' `n²` alone",
     ):
         assert words in prose, words
     lengths = [64, 128, 256, 512, 1024]
+    rows = re.findall(
+        r"\n +(\d+) +([\d.]+) ms +([\d.]+) ms +[\d.]+ +([\d.]+) ms +([\d.]+) ms +[\d.]+", text
+    )
+    assert [int(r[0]) for r in rows] == lengths
+    table = {
+        "lecture median": [float(r[1]) for r in rows],
+        "lecture fastest": [float(r[2]) for r in rows],
+        "fused median": [float(r[3]) for r in rows],
+        "fused fastest": [float(r[4]) for r in rows],
+    }
+    # "the medians lie close to the fastest runs at every length": within 1.25x
+    for name in ("lecture", "fused"):
+        for median, low in zip(table[f"{name} median"], table[f"{name} fastest"], strict=True):
+            assert low <= median < 1.25 * low, (name, median, low)
     ratios = re.search(r"lecture / fused median time, 64 to 1024 tokens: (.*)\n", text).group(1)
     ratios = [float(r.rstrip("x")) for r in ratios.split(", ")]
     assert len(ratios) == 5 and min(ratios) > 1  # the fused kernel faster at every length
-    assert lengths[ratios.index(max(ratios))] == 256
+    assert lengths[ratios.index(max(ratios))] == 512
     steps = {
-        name: [float(g) for g in re.findall(r"x([\d.]+)", line)]
-        for name, line in re.findall(
-            r"(lecture|fused): median time per doubling of num_tokens (.*)", text
+        (name, statistic): [float(g) for g in re.findall(r"x([\d.]+)", line)]
+        for name, statistic, line in re.findall(
+            r"(lecture|fused): (median|fastest-run) time per doubling of num_tokens (.*)", text
         )
     }
-    # steeper than x4: the lecture module's 128 -> 256 (its steepest) and 256 -> 512, the
-    # fused kernel's 256 -> 512; the last doubling flatter than x4 for both
-    lecture, fused = steps["lecture"], steps["fused"]
-    assert [g > 4 for g in lecture] == [False, True, True, False] and max(lecture) == lecture[1]
-    assert [g > 4 for g in fused] == [False, False, True, False] and max(fused) == fused[2]
-    # page faults per pass: none up to 512 tokens, thousands for the lecture module at 1024,
-    # none for the fused kernel
+    # steeper than x4 (as printed): the lecture module's 256 -> 512 in both statistics and its
+    # 512 -> 1024 in the median only (x4.0 in the fastest runs), the fused kernel's 512 -> 1024;
+    # each module's steepest doubling is the same in both statistics
+    assert [g > 4 for g in steps["lecture", "fastest-run"]] == [False, False, True, False]
+    assert steps["lecture", "fastest-run"][3] == 4.0
+    assert [g > 4 for g in steps["lecture", "median"]] == [False, False, True, True]
+    for statistic in ("median", "fastest-run"):
+        assert [g > 4 for g in steps["fused", statistic]] == [False, False, False, True]
+        lecture, fused = steps["lecture", statistic], steps["fused", statistic]
+        assert max(lecture) == lecture[2] and max(fused) == fused[3]
+    # the steps fall across the bands: one tensor alone passes the L2 between 256 and 512, three
+    # together between 128 and 256; the lecture module's 128 -> 256 is about its counted work
+    bands = "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-015")
+    assert "one (b,h,n,n) float32 tensor alone passes it between 256 and 512 tokens" in bands
+    assert "three of them together pass it between 128 and 256 tokens" in bands
+    work = re.search(
+        r"total counted work: per doubling of num_tokens (.*)\n",
+        "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-013"),
+    ).group(1)
+    work = [float(g) for g in re.findall(r"x([\d.]+)", work)]
+    assert (work[1], work[2]) == (3.0, 3.3)
+    assert steps["lecture", "fastest-run"][1] == 3.1 and steps["lecture", "fastest-run"][2] == 7.0
+    # page faults per pass: none at any length for either module
     faults = {
         name: [int(f) for f in line.split(", ")]
         for name, line in re.findall(r"(lecture|fused): minor page faults per pass .*: (.*)", text)
     }
-    assert faults["lecture"][:4] == [0, 0, 0, 0] and faults["lecture"][4] >= 1000
-    assert faults["fused"] == [0, 0, 0, 0, 0]
-    # "the fused kernel's median time grew from 0.21 ms to 45.99 ms, more than 96-fold but less
-    # than 256-fold"; the lecture module's "427-fold: faster than ... 96-fold and ... 256-fold"
-    medians = re.findall(r"\n +\d+ +([\d.]+) ms +([\d.]+) +([\d.]+) ms", text)
-    fused_growth = float(medians[-1][2]) / float(medians[0][2])
-    assert 96 < fused_growth < 256, fused_growth
-    assert float(re.search(r"this run: x(\d+)", text).group(1)) > 256
-    # the fused kernel's own work grows x4.0 over its steep doubling (256 -> 512), x3.0 after
-    own = re.search(
-        r"own attention work: per doubling of num_tokens (.*)\n",
-        "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-013b"),
-    ).group(1)
-    assert [float(g) for g in re.findall(r"x([\d.]+)", own)] == [4.0, 4.0, 4.0, 3.0]
+    assert faults == {"lecture": [0] * 5, "fused": [0] * 5}
+    # the fused kernel's median "grew from 0.13 ms to 7.85 ms, less than its total counted
+    # work" (96-fold); the lecture module's "179-fold ...: faster than its total counted work
+    # (96-fold), slower than the attention products alone (256-fold)"
+    assert table["fused median"][-1] / table["fused median"][0] < 96
+    for what in ("median time", "fastest run"):
+        growth = float(
+            re.search(rf"lecture {what} from 64 to 1024 tokens, this run: x(\d+)", text)[1]
+        )
+        assert 96 < growth < 256, (what, growth)
+    # the fused kernel's own work grows x4.0 per doubling up to 512 tokens, x3.0 after, and its
+    # query block switches between 512 and 1024 tokens (64 -> 256 rows)
+    own = "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-013b")
+    growth = re.search(r"own attention work: per doubling of num_tokens (.*)\n", own).group(1)
+    assert [float(g) for g in re.findall(r"x([\d.]+)", growth)] == [4.0, 4.0, 4.0, 3.0]
+    assert "query rows per block, 64 to 1024 tokens: 32, 32, 64, 64, 256" in own
 
 
 def _seed0_rows_08(text: str) -> dict[str, list[float]]:

@@ -258,6 +258,7 @@ def pipeline_strip(
     tokens: Sequence[str],
     mask: torch.Tensor | np.ndarray | None = None,
     head_dim: int | None = None,
+    title: str | None = None,
 ) -> Figure:
     """One head's path from raw scores to weights: attn_scores -> scaled -> masked -> weights.
 
@@ -268,6 +269,7 @@ def pipeline_strip(
             skips the masked panel.
         head_dim: the queries' width; the scaled panel divides by sqrt(head_dim). None
             means the scores are already scaled and skips the scaled panel.
+        title: the figure title, e.g. which head the strip shows; None draws none.
 
     Returns:
         The Figure: scores on a shared diverging scale (0 = white), weights on 0-1.
@@ -286,8 +288,9 @@ def pipeline_strip(
     attn_weights = softmax(np.where(hidden, -np.inf, scaled), axis=-1)
 
     side = 1.7 + 0.42 * len(tokens)
+    title_h = 0.0 if title is None else 0.35  # room for the figure title above the panel titles
     fig, axes = plt.subplots(
-        1, len(stages) + 1, figsize=(side * (len(stages) + 1) + 1.8, side + 0.5),
+        1, len(stages) + 1, figsize=(side * (len(stages) + 1) + 1.8, side + 0.5 + title_h),
         layout="constrained",
     )  # fmt: skip
     limit = max(float(np.abs(scores).max()), 1e-6)
@@ -301,6 +304,9 @@ def pipeline_strip(
         ax.set_ylabel("")
     fig.colorbar(score_image, ax=axes[:-1].tolist(), shrink=0.8, label="score")
     fig.colorbar(weight_image, ax=axes[-1], shrink=0.8, label="weight")
+    if title is not None:
+        fig.suptitle(title, fontsize=12)
+        fig.get_layout_engine().set(h_pad=0.1)  # the default pad lets it touch the panel titles
     return fig
 
 

@@ -1371,6 +1371,13 @@ CLAIMS = [
     ),
     (
         "03_weight_split_mha",
+        "the largest difference, 4.7e-05, is below half a unit",
+        "4.7e-05",
+        6,
+        r"without the mask, largest difference: ([\d.]+e-\d+)\n",
+    ),
+    (
+        "03_weight_split_mha",
         "Four copies, not one: three inside `@`",
         "3",
         0,
@@ -1436,6 +1443,20 @@ CLAIMS = [
     ("04_stepwise_reshape", "lost its 0.015", "0.015", 3, r"\[0\.985, (0\.015), 0\.000\]"),
     ("04_stepwise_reshape", "0.015) / 0.9 = 1.094`", "1.094", 3, r"\[1\.111, (1\.094), 1\.111\]"),
     ("04_stepwise_reshape", "859 is one of 11 such seeds", "11", 0, r"that give it: (\d+):"),
+    (
+        "04_stepwise_reshape",
+        "every row sums to 1.111 and neither",
+        "1.111",
+        3,
+        r"continued after their three randn calls, gives it: False\n  row sums: ([\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        "`stride(heads) == head_dim * 1`, and 9 ≠ 3",
+        "9",
+        0,
+        r"swapped: stride \(18, 3, (\d+), 1\) contiguous: False",
+    ),
     (
         "04_stepwise_reshape",
         "859 is one of 11 such seeds",
@@ -4109,6 +4130,30 @@ def test_bug_zoo_checklist_table_says_what_the_summary_says():
         "no future leak",
         "matches fused",
     }
+
+
+def test_04_notes_stream_drops_only_a_hidden_future_weight():
+    """04: "continuing their random stream ... drops no visible weight: it zeroes only head 2's
+    weight of "Kid" on "Smiles", a future key ... so every row sums to 1.111": the printed lines,
+    and the draws recomputed. Query "Kid" (row 2) on key "Smiles" (column 3) is hidden; the
+    reversed reading, query "Smiles" on key "Kid", would be a visible weight."""
+    import torch
+    from torch import nn
+
+    from attn_course.attention import causal_mask
+
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "drops no visible weight"))
+    sums = re.search(r"continued after .*: False\n  row sums: (.*)\n", text).group(1)
+    assert sums.split(", ") == ["1.111"] * 6
+    drops = re.findall(r"  it drops head (\d), query '(\w+)' on key '(\w+)': (.*)\n", text)
+    assert drops == [("2", "Kid", "Smiles", "hidden by the mask")]
+    torch.manual_seed(0)
+    _ = [torch.randn(6, 6) for _ in range(3)]  # the notes' Wq, Wk, Wv, (d_in, d_out)
+    kept = nn.Dropout(p=0.1)(torch.ones(1, 2, 3, 3))  # (b, num_heads, query, key)
+    assert (kept == 0).nonzero().tolist() == [[0, 1, 1, 2]]  # head 2, query 2, key 3
+    mask = causal_mask(3)  # True = hidden, (query, key)
+    assert mask[1, 2] and not mask[2, 1]  # the reversed reading would drop a visible weight
 
 
 def test_01_untrained_head_on_larger_inputs_reads_query_rows():

@@ -162,6 +162,18 @@ def test_pipeline_strip_stages_and_their_numbers():
     assert len(norms) == 1 and image_of(panels[0]).norm(0.0) == 0.5
 
 
+def test_pipeline_strip_title_names_the_head():
+    scores = torch.full((3, 3), 4.0)
+    untitled = viz.pipeline_strip(scores, TOKENS[:3], mask=causal_mask(3), head_dim=4)
+    assert untitled.get_suptitle() == ""
+    fig = viz.pipeline_strip(scores, TOKENS[:3], mask=causal_mask(3), head_dim=4, title="head 2")
+    assert fig.get_suptitle() == "head 2"
+    fig.canvas.draw()  # the title sits above every panel, not on top of their titles
+    title_bottom = fig._suptitle.get_window_extent().y0
+    renderer = fig.canvas.get_renderer()
+    assert all(ax.title.get_window_extent(renderer).y1 <= title_bottom for ax in heat_axes(fig))
+
+
 def test_pipeline_strip_without_mask_and_scaling_has_two_panels():
     fig = viz.pipeline_strip(np.zeros((2, 2)), TOKENS[:2])
     assert len(heat_axes(fig)) == 2

@@ -29,7 +29,7 @@ def check_bug_keys_for_values(cls: type) -> str:
 
 @register("bug_out_proj_width", NOTEBOOK, time_limit=5.0)
 def check_bug_out_proj_width(cls: type) -> str:
-    """The fixed MultiHeadAttention whose out_proj had the wrong width."""
+    """The fixed MultiHeadAttention whose out_proj returned d_in, not the promised d_out."""
     check_mha_class(cls)
     return "out_proj maps d_out to d_out, also when d_in != d_out."
 

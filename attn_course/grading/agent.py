@@ -198,13 +198,22 @@ class _LargestOutput(TorchDispatchMode):
 
 class _DeviceMix(TorchDispatchMode):
     """Records the first operator that got tensors of two devices (meta and a CPU mask: an
-    in-place masked_fill_ allows that on meta, a GPU does not)."""
+    in-place masked_fill_ allows that on meta, a GPU does not).
+
+    A value read off a meta tensor (``.item()``, ``bool(t)``, ``float(t)``), which has no
+    data, gets a stand-in (True, or 1) and the call runs on: a forward that reads values is
+    judged on where it builds its tensors like any other (``values_read`` counts them).
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.mixed: str | None = None
+        self.values_read = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default and args[0].device.type == "meta":
+            self.values_read += 1
+            return True if args[0].dtype == torch.bool else 1
         tensors = [a for a in (*args, *(kwargs or {}).values()) if isinstance(a, torch.Tensor)]
         if len({t.device.type for t in tensors if t.dim() > 0}) > 1 and self.mixed is None:
             self.mixed = str(func.overloadpacket.__name__)
@@ -347,6 +356,7 @@ def call(
             reply["largest"] = largest.largest
         if mix is not None:
             reply["mixed_devices"] = mix.mixed
+            reply["values_read"] = mix.values_read
         if isinstance(reply["result"], torch.Tensor):
             reply["storage"] = reply["result"].untyped_storage().data_ptr()
     if backward_seed is not None:

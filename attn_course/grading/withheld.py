@@ -211,7 +211,11 @@ SCAFFOLD: dict[str, tuple[str, ...]] = {
         "blocks.MultiHeadCrossAttention",
         "data.example",
     ),
-    "08_trained_attention": ("head_scores.head_scores", "model.ModelConfig", "model.TinyTransformer"),
+    "08_trained_attention": (
+        "head_scores.head_scores",
+        "model.ModelConfig",
+        "model.TinyTransformer",
+    ),
     "09_generation_kv_cache": (
         "attention.merge_heads",
         "attention.scaled_dot_product_attention",
@@ -345,8 +349,9 @@ def _modules() -> dict[str, _Module]:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 source = _resolve_from(dotted, is_package, node.level, node.module)
-                for a in [] if source is None else node.names:
-                    aliases[a.asname or a.name] = (source, a.name)
+                if source is not None:
+                    for a in node.names:
+                        aliases[a.asname or a.name] = (source, a.name)
             elif isinstance(node, ast.Import):
                 for a in node.names:
                     target = _resolve_from(dotted, is_package, 0, a.name)
@@ -444,7 +449,9 @@ def _evaluated(module: str, node: ast.AST) -> set[str]:
     attribute of; naming one (``COMMANDS = {"x": f}``) needs no more than its stand-in."""
     found: set[str] = set()
     for n in ast.walk(node):
-        used = n.func if isinstance(n, ast.Call) else n.value if isinstance(n, ast.Attribute) else None
+        used = (
+            n.func if isinstance(n, ast.Call) else n.value if isinstance(n, ast.Attribute) else None
+        )
         target = None if used is None else _target(module, used)
         if target is not None and not target.endswith(":"):
             found.add(target)

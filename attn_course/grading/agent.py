@@ -1,13 +1,13 @@
 """The kernel side of official grading: runs the grader's requests on the learner's objects.
 
-The grader (``remote.py``, another process) runs ``serve(request)`` in the learner's kernel,
-the request a ``torch.save`` record inside the code; the reply goes back as display data
-over the kernel's own channel. It holds DATA only (tensors, arrays, numbers, strings,
-containers of those), read back with ``torch.load(..., weights_only=True)`` and checked
-against a strict schema; any other object stays in the kernel and is named by a handle. The
-grader computes every verdict on its own side from that data, so nothing in this module
-has to be trusted: a learner who tampers with it can only send back wrong data, or the
-right data, which means computing the right answer.
+The grader (``remote.py``, another process) runs ``serve()`` in the learner's kernel, the
+request a ``torch.save`` record in the metadata of that execute request; the reply goes
+back as display data over the kernel's own channel. It holds DATA only (tensors, arrays,
+numbers, strings, containers of those), read back with ``torch.load(...,
+weights_only=True)`` and checked against a strict schema; any other object stays in the
+kernel and is named by a handle. The grader computes every verdict on its own side from
+that data, so nothing in this module has to be trusted: a learner who tampers with it can
+only send back wrong data, or the right data, which means computing the right answer.
 
 ``check()`` in the kernel (official mode, ``OFFICIAL_ENV`` set) only stores the answer in
 ``ANSWERS``; ``resolve`` hands it to the grader.
@@ -36,7 +36,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import wire
 from .errors import caused_by, describe_error, is_learner_file
-from .kernels import REPLY_MIME
+from .kernels import REPLY_MIME, REQUEST_KEY
 
 MAX_REPLY_BYTES = 60 << 20  # the grader refuses more than 64 MiB
 
@@ -450,12 +450,24 @@ def perform(op: str, args: list, kwargs: dict, options: dict) -> object:
     return _OPS[op](*args, **kwargs)
 
 
-def serve(request: str) -> None:
-    """Run one request from the grader (a ``torch.save`` record, base64) and publish the
-    reply as display data of type ``REPLY_MIME`` (never raises)."""
+def _request_of_message() -> str:
+    """The request in the metadata of the execute request being run (``REQUEST_KEY``)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        raise RuntimeError("serve() without a request runs in a kernel only")
+    return shell.kernel.get_parent()["metadata"][REQUEST_KEY]
+
+
+def serve(request: str | None = None) -> None:
+    """Run one request from the grader (a ``torch.save`` record, base64; by default the one
+    in the metadata of the execute request being run) and publish the reply as display
+    data of type ``REPLY_MIME`` (never raises)."""
     reply: dict
     reference = _ReferenceCalls()
     try:
+        request = _request_of_message() if request is None else request
         request_data = torch.load(io.BytesIO(base64.b64decode(request)), weights_only=False)
         op, limit = request_data["op"], request_data.get("time_limit")
         args = [_decode(a) for a in request_data["args"]]

@@ -496,3 +496,101 @@ def test_answers_glued_from_other_course_code_earn_nothing(tmp_path):
     for result in attempted.values():
         assert result["status"] == "error", result
         assert "is withheld while" in result["message"], result
+
+
+class _InProcessKernel:
+    """A grading kernel played in this process: serves a ``Session``'s requests with the
+    agent, and records the package objects (module.name) that the requests' pickles name:
+    what the checks hand to the kernel whole (a model, a cache, a config)."""
+
+    def __init__(self) -> None:
+        self.named: set[str] = set()
+
+    def request(self, code: str, timeout: float, silent: bool = True, data=None):
+        import base64
+        import io
+        import pickle
+        import types
+
+        import torch
+
+        from attn_course.grading import agent
+        from attn_course.grading.kernels import REPLY_MIME
+
+        named = self.named
+
+        class Recording(pickle.Unpickler):
+            def find_class(self, module: str, name: str):
+                if module.startswith("attn_course.") and not module.startswith(
+                    "attn_course.grading"
+                ):
+                    named.add(f"{module.removeprefix('attn_course.')}.{name.split('.')[0]}")
+                return super().find_class(module, name)
+
+        recording = types.ModuleType("recording")
+        recording.Unpickler, recording.load = Recording, pickle.load  # type: ignore[attr-defined]
+        torch.load(io.BytesIO(base64.b64decode(data)), weights_only=False, pickle_module=recording)
+        published: list[dict] = []
+        display = pytest.MonkeyPatch()
+        display.setattr("IPython.display.publish_display_data", published.append)
+        try:
+            agent.serve(data)
+        finally:
+            display.undo()
+        return {"status": "ok"}, [d[REPLY_MIME] for d in published]
+
+    def reset_peak_memory(self) -> None:
+        pass
+
+    def peak_memory(self) -> int:
+        return 0
+
+
+# Known gaps, found by the test below (left to the lead: each needs a decision): 03's
+# copy_wrapper_weights hands the kernel a MultiHeadAttention, the answer withheld there (its
+# instance unpickles as the stand-in class: parameters work, methods raise); 09's
+# attend_cached hands MultiHeadAttention and GroupedQueryAttention, which 09's kernel does
+# not keep, and GroupedQueryAttention needs gqa.repeat_kv, an answer graded there.
+_HANDED_GAPS = {
+    "03_weight_split_mha": "copy_wrapper_weights hands the kernel its withheld answer's class",
+    "09_generation_kv_cache": "attend_cached hands MultiHeadAttention and GroupedQueryAttention",
+}
+
+
+@pytest.mark.slow  # runs every check on its reference answer (about a minute)
+@pytest.mark.parametrize(
+    "notebook",
+    [
+        pytest.param(nb, marks=pytest.mark.xfail(reason=_HANDED_GAPS[nb], strict=True))
+        if nb in _HANDED_GAPS
+        else nb
+        for nb in sorted(SCAFFOLD)
+    ],
+)
+def test_what_the_checks_hand_to_a_kernel_is_kept_there(notebook):
+    """Every package object that a check sends to the kernel (pickled whole: 08's
+    TinyTransformer and its ModelConfig, 09's KVCache, 11's GPTModel) is kept in the kernel
+    that grades it: a stand-in there would raise WithheldAnswer, or worse, unpickle
+    silently and fail later (SCAFFOLD names them)."""
+    from attn_course.grading import agent
+    from attn_course.grading.context import SALT
+    from attn_course.grading.registry import checks_for
+    from attn_course.grading.remote import Session
+    from attn_course.grading.result import Status
+    from attn_course.grading.verdicts import run_check
+
+    apart = APART.get(notebook, ())
+    for spec in checks_for(notebook):
+        kernel = _InProcessKernel()
+        session = Session(kernel)  # type: ignore[arg-type]
+        agent.ANSWERS[spec.id] = REFERENCE[spec.id]
+        session.start_check(600)
+        token = SALT.set(12345)
+        try:
+            result = run_check(spec, session.resolve(spec.id), session)
+        finally:
+            SALT.reset(token)
+            agent.ANSWERS.pop(spec.id)
+        assert result.status == Status.PASSED, (spec.id, result.message)
+        kept = allowed(notebook, spec.id in apart)
+        assert kernel.named <= kept, (spec.id, sorted(kernel.named - kept))

@@ -25,6 +25,7 @@ from matplotlib.colors import Colormap, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.font_manager import FontProperties
 from matplotlib.image import AxesImage
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Rectangle
 from matplotlib.textpath import text_to_path
 
@@ -306,7 +307,9 @@ def pipeline_strip(
     fig.colorbar(weight_image, ax=axes[-1], shrink=0.8, label="weight")
     if title is not None:
         fig.suptitle(title, fontsize=12)
-        fig.get_layout_engine().set(h_pad=0.1)  # the default pad lets it touch the panel titles
+        engine = fig.get_layout_engine()
+        assert isinstance(engine, ConstrainedLayoutEngine)  # figures here use layout="constrained"
+        engine.set(h_pad=0.1)  # the default pad lets it touch the panel titles
     return fig
 
 

@@ -2186,6 +2186,7 @@ REFERENCE = {
         check_id: _package_object(name)
         for answers in ANSWERS.values()
         for check_id, name in answers.items()
+        if name is not None
     },
     "numpy_weights_shape": (6, 6),  # 6 queries x 6 keys
     "causal_attention_parameters": 3 * (3 * 2 + 2),  # three (3 -> 2) linears with bias

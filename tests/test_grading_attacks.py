@@ -179,7 +179,7 @@ def deflated(raw, extra):
         dst.writestr("archive/data/999", bytes(extra), compress_type=zipfile.ZIP_DEFLATED)
     return out.getvalue()
 
-def forged(request):
+def forged(request=None):
     sent[0] += 1
     kind = sent[0] % 4
     if kind == 1:    # malformed: a handle that is no int, an extra key

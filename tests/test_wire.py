@@ -15,7 +15,15 @@ import torch
 from torch import nn
 
 from attn_course.grading import agent, wire
-from attn_course.grading.remote import LearnerError, Remote, Session, _to_kernel, check_reply
+from attn_course.grading.kernels import REPLY_MIME
+from attn_course.grading.remote import (
+    SERVE,
+    LearnerError,
+    Remote,
+    Session,
+    _to_kernel,
+    check_reply,
+)
 
 DATA = {
     "none": None,
@@ -103,3 +111,40 @@ def test_an_error_record_is_read_in_one_place():
 
 def test_the_operations_are_the_agents():
     assert set(wire.OPERATIONS) == set(agent._OPS) | {"call"}
+
+
+class _Kernel:
+    """A kernel stand-in that runs each request's code the way a kernel would: the agent
+    reads the request from the message (``data``); what it publishes is the reply."""
+
+    def __init__(self) -> None:
+        self.codes: list[str] = []
+
+    def request(self, code: str, timeout: float, silent: bool = True, data=None):
+        self.codes.append(code)
+        published: list[dict] = []
+        display = pytest.MonkeyPatch()
+        display.setattr("IPython.display.publish_display_data", published.append)
+        try:
+            agent.serve(data)
+        finally:
+            display.undo()
+        return {"status": "ok"}, [d[REPLY_MIME] for d in published]
+
+
+def _shape(module: nn.Module, x: torch.Tensor) -> torch.Size:
+    return module(x).shape
+
+
+def test_a_large_request_travels_beside_a_few_bytes_of_code():
+    """A request that carries a module whole (08's find_induction_heads sends a model with
+    the attention weights of an earlier run: 3 MB) must not travel in the code of the
+    execute request: IPython tokenizes every cell's code and ipykernel hashes it in pure
+    Python, seconds per MB on a busy machine, six times per check: it ran out of time."""
+    model = nn.Sequential(nn.Linear(512, 512), nn.Linear(512, 512))  # 2 MB of weights
+    kernel = _Kernel()
+    session = Session(kernel=kernel)  # type: ignore[arg-type]
+    session.start_check(60)
+    reply = session.call(_shape, (model, torch.ones(2, 512)), None)
+    assert reply["result"] == torch.Size([2, 512])
+    assert kernel.codes == [SERVE] and len(SERVE) < 100

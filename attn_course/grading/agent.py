@@ -1,13 +1,13 @@
 """The kernel side of official grading: runs the grader's requests on the learner's objects.
 
-The grader (``remote.py``, another process) runs ``serve(request)`` in the learner's kernel,
-the request a ``torch.save`` record inside the code; the reply goes back as display data
-over the kernel's own channel. It holds DATA only (tensors, arrays, numbers, strings,
-containers of those), read back with ``torch.load(..., weights_only=True)`` and checked
-against a strict schema; any other object stays in the kernel and is named by a handle. The
-grader computes every verdict on its own side from that data, so nothing in this module
-has to be trusted: a learner who tampers with it can only send back wrong data, or the
-right data, which means computing the right answer.
+The grader (``remote.py``, another process) runs ``serve()`` in the learner's kernel, the
+request a ``torch.save`` record in the metadata of that execute request; the reply goes
+back as display data over the kernel's own channel. It holds DATA only (tensors, arrays,
+numbers, strings, containers of those), read back with ``torch.load(...,
+weights_only=True)`` and checked against a strict schema; any other object stays in the
+kernel and is named by a handle. The grader computes every verdict on its own side from
+that data, so nothing in this module has to be trusted: a learner who tampers with it can
+only send back wrong data, or the right data, which means computing the right answer.
 
 ``check()`` in the kernel (official mode, ``OFFICIAL_ENV`` set) only stores the answer in
 ``ANSWERS``; ``resolve`` hands it to the grader.
@@ -36,7 +36,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import wire
 from .errors import caused_by, describe_error, is_learner_file
-from .kernels import REPLY_MIME
+from .kernels import REPLY_MIME, REQUEST_KEY
 
 MAX_REPLY_BYTES = 60 << 20  # the grader refuses more than 64 MiB
 
@@ -200,13 +200,22 @@ class _LargestOutput(TorchDispatchMode):
 
 class _DeviceMix(TorchDispatchMode):
     """Records the first operator that got tensors of two devices (meta and a CPU mask: an
-    in-place masked_fill_ allows that on meta, a GPU does not)."""
+    in-place masked_fill_ allows that on meta, a GPU does not).
+
+    A value read off a meta tensor (``.item()``, ``bool(t)``, ``float(t)``), which has no
+    data, gets a stand-in (True, or 1) and the call runs on: a forward that reads values is
+    judged on where it builds its tensors like any other (``values_read`` counts them).
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.mixed: str | None = None
+        self.values_read = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default and args[0].device.type == "meta":
+            self.values_read += 1
+            return True if args[0].dtype == torch.bool else 1
         tensors = [a for a in (*args, *(kwargs or {}).values()) if isinstance(a, torch.Tensor)]
         if len({t.device.type for t in tensors if t.dim() > 0}) > 1 and self.mixed is None:
             self.mixed = str(func.overloadpacket.__name__)
@@ -380,6 +389,7 @@ def call(
             reply["largest"] = largest.largest
         if mix is not None:
             reply["mixed_devices"] = mix.mixed
+            reply["values_read"] = mix.values_read
         if spy is not None:
             reply["global_calls"] = spy.count
         if isinstance(reply["result"], torch.Tensor):
@@ -475,12 +485,24 @@ def perform(op: str, args: list, kwargs: dict, options: dict) -> object:
     return _OPS[op](*args, **kwargs)
 
 
-def serve(request: str) -> None:
-    """Run one request from the grader (a ``torch.save`` record, base64) and publish the
-    reply as display data of type ``REPLY_MIME`` (never raises)."""
+def _request_of_message() -> str:
+    """The request in the metadata of the execute request being run (``REQUEST_KEY``)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        raise RuntimeError("serve() without a request runs in a kernel only")
+    return shell.kernel.get_parent()["metadata"][REQUEST_KEY]
+
+
+def serve(request: str | None = None) -> None:
+    """Run one request from the grader (a ``torch.save`` record, base64; by default the one
+    in the metadata of the execute request being run) and publish the reply as display
+    data of type ``REPLY_MIME`` (never raises)."""
     reply: dict
     reference = _ReferenceCalls()
     try:
+        request = _request_of_message() if request is None else request
         request_data = torch.load(io.BytesIO(base64.b64decode(request)), weights_only=False)
         op, limit = request_data["op"], request_data.get("time_limit")
         args = [_decode(a) for a in request_data["args"]]

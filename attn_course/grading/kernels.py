@@ -44,6 +44,7 @@ __all__ = [
     "CELL_TIMEOUT",
     "STUDENT_BUDGET",
     "REPLY_MIME",
+    "REQUEST_KEY",
     "Kernel",
     "KernelLost",
     "KernelPool",
@@ -53,6 +54,10 @@ __all__ = [
 CELL_TIMEOUT = 60  # seconds a learner's cell may run (default of the grade command)
 STUDENT_BUDGET = 900  # seconds one student's notebooks may take in all (grade --roster)
 REPLY_MIME = "application/x.attn-course-reply"  # the agent's replies (display_data)
+# The grader's requests to the agent travel in this key of an execute_request's metadata,
+# beside a few bytes of code that call the agent: never in the code, which IPython and
+# ipykernel tokenize, transform and hash in pure Python (seconds for a model of a few MB).
+REQUEST_KEY = "attn_course_request"
 # The folder that holds the imported attn_course/ (a clone's root, or site-packages for a
 # non-editable install): the kernel imports the grader's own package, never another copy.
 _IMPORT_ROOT = Path(__file__).resolve().parents[2]
@@ -331,20 +336,34 @@ class Kernel:
         """
         return self._request(code, timeout, silent, replies=False)[0]
 
-    def request(self, code: str, timeout: float, silent: bool = True) -> tuple[dict, list]:
+    def request(
+        self, code: str, timeout: float, silent: bool = True, data: str | None = None
+    ) -> tuple[dict, list]:
         """``execute``, and the agent's replies (``REPLY_MIME`` data) the code published: the
-        first in full, every later one as ``""`` (counted, never read: ``Inbox``)."""
-        return self._request(code, timeout, silent, replies=True)
+        first in full, every later one as ``""`` (counted, never read: ``Inbox``); ``data``:
+        the request that the code reads from the message (``REQUEST_KEY``)."""
+        return self._request(code, timeout, silent, replies=True, data=data)
 
-    def _request(self, code: str, timeout: float, silent: bool, replies: bool) -> tuple[dict, list]:
+    def _request(
+        self, code: str, timeout: float, silent: bool, replies: bool, data: str | None = None
+    ) -> tuple[dict, list]:
         if time.monotonic() >= self.deadline:
             self.shutdown()
             raise KernelLost("the notebook's time ran out")
         if not self.alive():
             raise KernelLost("the Python kernel had stopped")
-        msg_id = self.client.execute(
-            code, silent=silent, store_history=not silent, allow_stdin=False, stop_on_error=False
-        )
+        content = {
+            "code": code,
+            "silent": silent,
+            "store_history": not silent,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        metadata = {} if data is None else {REQUEST_KEY: data}
+        message = self.client.session.msg("execute_request", content, metadata=metadata)
+        self.client.shell_channel.send(message)
+        msg_id = message["header"]["msg_id"]
         inbox = Inbox(self.client.session, msg_id, replies)
         shell, iopub = self.client.shell_channel.socket, self.client.iopub_channel.socket
         deadline, interrupted = min(time.monotonic() + timeout, self.deadline), False

@@ -63,13 +63,19 @@ def _to_kernel(value: object) -> object:
     return wire.encode(value, lambda v: {wire.HANDLE: v._handle} if isinstance(v, Remote) else v)
 
 
+# The code of every request: the agent reads the request itself from the message's metadata
+# (``kernels.REQUEST_KEY``), so that the kernel never parses a large cell.
+SERVE = "__import__('attn_course.grading.agent', fromlist=['serve']).serve()"
+
+
 class Session:
     """The requests of one check's grading to the agent in ``kernel`` (``runner`` makes a new
     session for every check: its deadline and ``uses_reference`` flag are that check's).
 
-    A request travels inside the code of an execute request and the reply comes back as
-    display data of that request, both over the kernel's own ZeroMQ channels: no file, no
-    path the learner's code could race, swap or block.
+    A request travels in the metadata of an execute request (whose code only calls the
+    agent) and the reply comes back as display data of that request, both over the
+    kernel's own ZeroMQ channels: no file, no path the learner's code could race, swap or
+    block.
     """
 
     def __init__(self, kernel: Kernel):
@@ -108,11 +114,9 @@ class Session:
         }
         buffer = io.BytesIO()
         torch.save(request, buffer)
-        code = (
-            "__import__('attn_course.grading.agent', fromlist=['serve'])"
-            f".serve({base64.b64encode(buffer.getvalue()).decode()!r})"
+        content, replies = self.kernel.request(
+            SERVE, remaining + REQUEST_GRACE, data=base64.b64encode(buffer.getvalue()).decode()
         )
-        content, replies = self.kernel.request(code, remaining + REQUEST_GRACE)
         if content.get("status") == "timeout":
             raise RemoteTimeout
         if len(replies) != 1:

@@ -52,7 +52,10 @@ def check_causal_mask(func: Callable[..., object]) -> str:
                 "causal_next_visible": want & ~torch.ones_like(want).triu(1).tril(1),
             },
         )
-        if first.get("storage") and first.get("storage") == second.get("storage"):
+        storages = [reply.get("storage") for reply in (first, second)]
+        if any(type(storage) is not int for storage in storages):  # a fact the kernel owes
+            raise CheckFailed(f"the grader could not see where {what} keeps its memory.")
+        if storages[0] == storages[1]:
             raise CheckFailed(
                 f"two calls of {what} returned the same memory (views of one cached tensor): "
                 "a caller that changes one mask in place changes the other. Build a new tensor "

@@ -465,14 +465,19 @@ def _expect_off_after_eval(
             )
 
 
-# Errors of reading values on the meta device, which has shapes but no data.
+# Errors of copying values off the meta device, which has shapes but no data.
 META_HAS_NO_DATA = ("on meta tensors", "out of meta tensor", "meta device type tensor")
 
 
 def expect_on_meta(mine: nn.Module, args: tuple, label: str, shape: tuple) -> None:
-    """The module still works once moved to another device (``meta``: shapes, no data). A
-    forward that reads tensor values (``.item()``, ``.tolist()``) cannot run there and is
-    not judged by this test."""
+    """The module still works once moved to another device (``meta``: shapes, no data).
+
+    A forward that reads a value (``.item()``, ``bool(t)``) is judged too: on the meta
+    device the read gets a stand-in value and the forward runs on (``agent.call``). One
+    that copies a tensor off the device (``.tolist()``, ``.numpy()``) fails: that stalls a
+    GPU, or fails there, and the course computes with tensor operations instead.
+    The verdict rests on facts the kernel reports (``mixed_devices``); a missing one fails.
+    """
     where = f"{label}, with the module moved to another device (module.to('meta'))"
     try:
         reply = invoke(mine, args, device="meta", train=False, no_grad=True)
@@ -481,9 +486,15 @@ def expect_on_meta(mine: nn.Module, args: tuple, label: str, shape: tuple) -> No
         if error is None:
             raise
         if any(words in error for words in META_HAS_NO_DATA):
-            return  # forward reads tensor values (.item(), .tolist()): not testable on meta
+            raise CheckFailed(
+                f"{where}: {error}. The forward copies tensor values to Python or NumPy "
+                "(.tolist(), .numpy()), which a tensor on a GPU must first send to the CPU "
+                "(or cannot, for .numpy()): compute with tensor operations instead."
+            ) from None
         raise CheckFailed(f"{where}: {error}. {HINTS['device']}") from None
     out = _output(reply)
+    if "mixed_devices" not in reply:
+        raise CheckFailed(f"{where}: the grader could not see which devices the forward used.")
     if reply["mixed_devices"]:
         raise CheckFailed(
             f"{where}: {reply['mixed_devices']} got a tensor on the CPU and one on the module's "

@@ -2068,7 +2068,7 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "faster than its total counted work (96-fold)",
+        "faster than the lecture module's total counted work\n(96-fold)",
         "96",
         0,
         r"counted work grows (\d+)x",
@@ -2264,7 +2264,7 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "that stored this run, one, so a core had its 2 MiB",
+        "system reports its 2 MiB L2 as not shared",
         "2",
         0,
         r"cpu0's L2 cache: ([\d.]+) MiB L2, one CPU's own \(this machine\)",
@@ -2322,7 +2322,7 @@ CLAIMS = [
     ("06_attention_cost", "(at least 0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
     (
         "06_attention_cost",
-        "0.75 MiB at 128 tokens",
+        "take 0.75 MiB at 128",
         "0.75",
         2,
         r"num_tokens =  128: .* three together ([\d.]+) MiB",
@@ -2336,14 +2336,14 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "autograd saves three `(num_heads, n, n)` float tensors per layer, not one",
+        "autograd on this CPU saves three `(num_heads, n, n)` float tensors per layer, not one",
         "3",
         0,
         r"dropout 0.1: .* per layer: (\d+)",
     ),
     (
         "06_attention_cost",
-        "autograd saves three `(num_heads, n, n)` float tensors per layer, not one",
+        "autograd on this CPU saves three `(num_heads, n, n)` float tensors per layer, not one",
         "1",
         0,
         r"dropout 0.0: .* per layer: (\d+)",
@@ -4424,16 +4424,38 @@ def test_attention_cost_timing():
         "the\n  lecture module's from 256 to 512 tokens (×7.0) and the fused kernel's from 512 "
         "to 1,024\n  (×5.8). The lecture module's last doubling is ×4.0 in its fastest runs "
         "(×4.5 in the median)",
-        "grew ×3.1 across the olive band, about its counted\n    work (×3.0), and ×7.0 across the "
-        "grey band, where its counted work grows ×3.3",
+        "grew ×3.1 across the\n    olive band, about its counted work (×3.0), and ×7.0 across the "
+        "grey band, where its counted\n    work grows ×3.3",
+        "So this run does not support the hypothesis that all three tensors must fit\n    in the "
+        "L2: its step fell where one tensor alone stops fitting.",
         "neither\n    module took a single minor page fault per pass (median of 7) at any "
         "timed length",
         "In the run stored here both steps show in the fastest runs as in\n  the medians.",
+        # one sweep cannot attribute a step: the causes are hypotheses, the minimum is not load-free
+        "it\n  cannot say what caused them.",
+        "load that lasts the whole block raises the fastest run too",
+        "The fastest run is the least inflated\n  estimate, not a load-free one.",
+        "each cause below is a **hypothesis** that this run is\n  consistent with, "
+        "none of them shown",
+        "interleave the lengths round-robin",
+        "The 96-fold is lecture 03's\nmodule's count",
+        "4 + 1 + 4 = 9 against the column's 4, about 2.25 times the column",
         "the medians lie close to the fastest runs at every length",
         "grew faster from 64 to 1,024 tokens than its counted work, though slower\n  than the "
         "attention products' `n²` alone",
     ):
         assert words in prose, words
+    # the readings three review rounds found over-reading one stored run stay out
+    for words in (
+        "load did not make them",
+        "cannot inflate",
+        "is not load",
+        "had its 2 MiB to itself",
+    ):
+        assert words not in prose, words
+    assert (
+        4 + 1 + 4
+    ) / 4 == 2.25  # float32 weights + bool mask + float32 dropped weights, per entry
     lengths = [64, 128, 256, 512, 1024]
     rows = re.findall(
         r"\n +(\d+) +([\d.]+) ms +([\d.]+) ms +[\d.]+ +([\d.]+) ms +([\d.]+) ms +[\d.]+", text
@@ -4487,10 +4509,9 @@ def test_attention_cost_timing():
         for name, line in re.findall(r"(lecture|fused): minor page faults per pass .*: (.*)", text)
     }
     assert faults == {"lecture": [0] * 5, "fused": [0] * 5}
-    # the fused kernel's median "grew from 0.13 ms to 7.85 ms, less than its total counted
-    # work" (96-fold); the lecture module's "179-fold ...: faster than its total counted work
-    # (96-fold), slower than the attention products alone (256-fold)"
-    assert table["fused median"][-1] / table["fused median"][0] < 96
+    # the lecture module's "179-fold ...: faster than the lecture module's total counted work
+    # (96-fold), slower than its attention products alone (256-fold)"; the fused kernel's growth
+    # is not compared with 96, which is the lecture module's count
     for what in ("median time", "fastest run"):
         growth = float(
             re.search(rf"lecture {what} from 64 to 1024 tokens, this run: x(\d+)", text)[1]

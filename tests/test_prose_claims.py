@@ -2436,6 +2436,38 @@ CLAIMS = [
         8,
         r"layers 2-6: all rows within ([\de.-]+)\n",
     ),
+    # 07, norms only vs residuals only: "(0.060 to 0.128)", "1.06 ... to 1.29", "(0.0999 to 0.1002)"
+    ("07_bug_zoo", "layer 2's weights (0.060 to 0.128)", "0.060", 3, r"norms only: ([\d.]+) to"),
+    (
+        "07_bug_zoo",
+        "layer 2's weights (0.060 to 0.128)",
+        "0.128",
+        3,
+        r"norms only: [\d.]+ to ([\d.]+)",
+    ),
+    (
+        "07_bug_zoo",
+        "from 1.06 after one layer to 1.29 after six",
+        "1.06",
+        2,
+        r"\n +1 \| +[\d.]+ +[\d.]+ \| +[\d.]+ +([\d.]+)\n",
+    ),
+    (
+        "07_bug_zoo",
+        "from 1.06 after one layer to 1.29 after six",
+        "1.29",
+        2,
+        r"\n +6 \| .* \| +[\d.]+ +([\d.]+)\n",
+    ),
+    ("07_bug_zoo", "(0.0999 to 0.1002)", "0.0999", 4, r"lecture notes version: ([\d.]+) to"),
+    ("07_bug_zoo", "(0.0999 to 0.1002)", "0.1002", 4, r"lecture notes version: [\d.]+ to ([\d.]+)"),
+    (
+        "07_bug_zoo",
+        "sequence 2 moves sequence 1's output by 0.83",
+        "0.83",
+        2,
+        r"moves sequence 1's output by ([\d.]+) ",
+    ),
     (
         "08_trained_attention",
         "the largest weight in a row is 0.29 on average",
@@ -4185,6 +4217,33 @@ def test_bug_zoo_collapse_holds_for_every_seed():
     stds = [float(r[1]) for r in rows]
     assert (min(stds), max(stds)) == (0.046, 0.065)
     assert all(r[3] == "True" for r in rows)
+
+
+def test_bug_zoo_residuals_not_norms_keep_the_tokens_distinct():
+    """07: "With the norms alone the scale stays at 1 and the tokens still collapse: from layer 3
+    on, every token equals the first to within 1e-4"; "With the residuals alone the tokens stay
+    distinct (a row difference of 4.8 or more)". Swapping the two columns fails both."""
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "every token equals the first to within 1e-4" in prose
+    assert "a row difference of 4.8\nor more" in prose
+    text = next(c for c in cells if c.get("id") == "07-031d").outputs[0]["text"]
+    rows = re.findall(r"\n +(\d) \| +(< 1e-4|[\d.e-]+) +([\d.]+) \| +([\d.]+) +([\d.]+)", text)
+    assert [int(r[0]) for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert [r[1] for r in rows[2:]] == ["< 1e-4"] * 4 and float(rows[1][1]) > 1e-4
+    assert {r[2] for r in rows} == {"1.00"}
+    assert min(float(r[3]) for r in rows) == 4.8
+
+
+def test_bug_zoo_mask_without_unsqueeze_lands_on_the_heads():
+    """07, bug 5's fix: "with b == num_heads it silently masks head h with sequence h's padding
+    (... sequence 1 has no padding, yet its head h hides h keys)", lengths [5, 4, 3, 2]. A mask
+    applied per sequence would print [0, 0, 0, 0]; one applied per query, not per head, a
+    constant list too."""
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    text = next(c for c in cells if c.get("id") == "07-bug5-fix-b").outputs[0]["text"]
+    assert "b = 2, 8 heads: RuntimeError:" in text
+    assert "head by head: [0, 1, 2, 3]" in text
 
 
 def test_bug_zoo_checklist_table_says_what_the_summary_says():

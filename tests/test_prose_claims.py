@@ -4294,6 +4294,14 @@ def test_04_notes_stream_drops_only_a_hidden_future_weight():
     assert mask[1, 2] and not mask[2, 1]  # the reversed reading would drop a visible weight
 
 
+def test_04_bit_identity_claim_is_the_stored_one():
+    """04: "on the machine that executed this notebook it printed `True`": the stored output of
+    the `torch.equal` cell beside it (nbval does not compare that cell; the prose quotes it)."""
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "executed this notebook it printed `True`"))
+    assert re.findall(r"bit-identical on this machine: (\w+)\n", text) == ["True"]
+
+
 def test_01_untrained_head_on_larger_inputs_reads_query_rows():
     """01: "on the inputs times 20 ... it [query "it"] puts 1.000 on "work"": the printed rows
     are the query "it"'s weights over the keys (row 5), not the weights given to key "it"

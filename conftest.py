@@ -31,7 +31,7 @@ import pytest
 import torch
 from nbval.plugin import IPyNbCell
 
-from attn_course.grading.local import DYNAMO_GUARD
+from attn_course.grading.kernel.local import DYNAMO_GUARD
 
 matplotlib.use("Agg")  # before any test imports pyplot: no window, the same pixels everywhere
 # One thread per test process: `make test` runs two processes on two cores, and on the small

@@ -27,15 +27,15 @@ The layers, each importing only from the layers above it (arrows point downward)
    ``tools``: ``tools.lab``, ``tools.execute``, ``tools.copies`` (the notebooks' teaching
    copies of package code), ``tools.exercises`` (exercises/ from solutions/),
    ``tools.protocol`` (cell tags and markers), ``tools.generate_cli``.
-5. ``grading``: the grading engine (``agent`` in the learner's kernel, ``remote``,
-   ``kernels``, ``sandbox``, ``runner``, ``roster``), the check library (``expect``,
-   ``shared_checks``, ``hints``, ``registry``) and the checks (``grading.checks.nbNN_*``);
-   its own docstring maps it.
+5. ``grading``: the grader, in three rooms of its own: ``grading.checking`` (what is asked
+   and judged: the checks, their library, hints, what is withheld), ``grading.kernel`` (how a
+   learner's kernel is sandboxed, run and spoken to) and ``grading.classrun`` (the grade
+   command, rosters, results, gradebooks, feedback pages); its own docstring maps it.
 
 New lecture code goes in layer 1 beside its lecture's modules; a new picture in layer 2
 (settings in, a picture out, testable without widgets); a new explorer in ``ui`` around a
 layer-2 view (CONTRIBUTING.md, "Add a lecture", step 3); a new command or authoring tool in
-``tools`` (with its line in ``__main__.COMMANDS``); a new check in ``grading/checks``.
+``tools`` (with its line in ``__main__.COMMANDS``); a new check in ``grading/checking/checks``.
 Importing the package draws and prints nothing, and imports torch only when one of the names
 below is first used (so that ``attn-course grade`` can start its kernels while torch loads).
 

@@ -8,7 +8,10 @@ import sys
 
 COMMANDS = {
     "lab": ("attn_course.tools.lab", "open JupyterLab on the course"),
-    "grade": ("attn_course.grading.cli", "grade exercise notebooks and print a score table"),
+    "grade": (
+        "attn_course.grading.classrun.cli",
+        "grade exercise notebooks and print a score table",
+    ),
     "execute": ("attn_course.tools.execute", "re-execute notebooks in place (regenerates outputs)"),
     "make-exercises": ("attn_course.tools.exercises", "regenerate exercises/ from solutions/"),
     "sync-copies": ("attn_course.tools.copies", "regenerate the notebooks' copies of package code"),

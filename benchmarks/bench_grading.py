@@ -105,8 +105,8 @@ def main() -> None:
         [
             python,
             "-c",
-            "import attn_course.grading.cli, attn_course.grading.runner, "
-            "attn_course.grading.checks",
+            "import attn_course.grading.classrun.cli, attn_course.grading.classrun.runner, "
+            "attn_course.grading.checking.checks",
         ]
     )
     validate = median_wall(

@@ -58,9 +58,9 @@ def library() -> tuple[list[Case], list[Case]]:
 
 def classify(case: Case) -> tuple[str, str]:
     """(kind, the learner's message) for one wrong case."""
-    from attn_course.grading.registry import load_checks
-    from attn_course.grading.result import Status
-    from attn_course.grading.verdicts import run_check
+    from attn_course.grading.checking.registry import load_checks
+    from attn_course.grading.checking.result import Status
+    from attn_course.grading.checking.verdicts import run_check
 
     result = run_check(load_checks()[case.check_id], case.obj)
     message = result.message
@@ -77,9 +77,9 @@ def classify(case: Case) -> tuple[str, str]:
 
 def measure() -> dict:
     """Counts of the four kinds, the cases of each, and the right answers that failed."""
-    from attn_course.grading.registry import load_checks
-    from attn_course.grading.result import Status
-    from attn_course.grading.verdicts import run_check
+    from attn_course.grading.checking.registry import load_checks
+    from attn_course.grading.checking.result import Status
+    from attn_course.grading.checking.verdicts import run_check
 
     wrong, right = library()
     kinds: dict[str, list[tuple[Case, str]]] = {

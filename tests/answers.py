@@ -34,7 +34,7 @@ from attn_course.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from attn_course.grading.withheld import ANSWERS
+from attn_course.grading.checking.withheld import ANSWERS
 from attn_course.head_scores import head_scores
 from attn_course.positions import apply_rope, sinusoidal_positions
 from attn_course.tiled import attention_tile

@@ -17,7 +17,7 @@ import nbformat
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from attn_course.grading.registry import CHECKS, CheckFailed
+from attn_course.grading.checking.registry import CHECKS, CheckFailed
 
 ROOT = Path(__file__).resolve().parent.parent
 

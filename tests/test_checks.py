@@ -15,10 +15,10 @@ from torch.nn.functional import scaled_dot_product_attention
 
 from attn_course import attention
 from attn_course.attention import merge_heads, split_heads
-from attn_course.grading import checks, expect  # noqa: F401  (checks registers the checks)
-from attn_course.grading.registry import CHECKS
-from attn_course.grading.result import Status
-from attn_course.grading.verdicts import run_check
+from attn_course.grading.checking import checks, expect  # noqa: F401  (checks registers the checks)
+from attn_course.grading.checking.registry import CHECKS
+from attn_course.grading.checking.result import Status
+from attn_course.grading.checking.verdicts import run_check
 
 NOTEBOOKS = [
     "00_numpy_attention",
@@ -134,10 +134,10 @@ def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
     """Run every check on its reference answer, recording the mistakes it compares against."""
     import importlib
 
-    from attn_course.grading import expect, shared_checks
-    from attn_course.grading.checks import nb10_tiled_attention as nb10
-    from attn_course.grading.checks import nb11_language_model as nb11
-    from attn_course.grading.hints import HINTS, NUMPY_HINTS
+    from attn_course.grading.checking import expect, shared_checks
+    from attn_course.grading.checking.checks import nb10_tiled_attention as nb10
+    from attn_course.grading.checking.checks import nb11_language_model as nb11
+    from attn_course.grading.checking.hints import HINTS, NUMPY_HINTS
 
     seen: set[str] = set()
     catalogue_texts = set(HINTS.values()) | set(NUMPY_HINTS.values())
@@ -150,7 +150,7 @@ def test_every_mistake_a_check_can_diagnose_has_a_hint(monkeypatch):
         return original(got, want, what, mistakes, hints)
 
     modules = [expect, shared_checks] + [
-        importlib.import_module(f"attn_course.grading.checks.nb{nb}") for nb in NOTEBOOKS
+        importlib.import_module(f"attn_course.grading.checking.checks.nb{nb}") for nb in NOTEBOOKS
     ]
     for module in modules:
         if hasattr(module, "expect_close"):
@@ -258,11 +258,11 @@ def test_sdpa_check_sees_the_fused_call_however_it_was_imported(fused):
 
 
 def test_check_modules_import_downward_only():
-    """Shared checks live in grading.shared_checks: no check module imports another."""
+    """Shared checks live in grading.checking.shared_checks: no check module imports another."""
     import ast
     from pathlib import Path
 
-    from attn_course.grading import checks as package
+    from attn_course.grading.checking import checks as package
 
     for path in Path(package.__file__).parent.glob("nb*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -13,8 +13,8 @@ import json
 import pytest
 from support import IMPORTS, grade_ok, write_notebook
 
-from attn_course.grading.registry import load_checks
-from attn_course.grading.verdicts import run_check
+from attn_course.grading.checking.registry import load_checks
+from attn_course.grading.checking.verdicts import run_check
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 

@@ -17,13 +17,13 @@ import sys
 
 import pytest
 
-from attn_course.grading.local import DYNAMO_GUARD
+from attn_course.grading.kernel.local import DYNAMO_GUARD
 
 pytestmark = pytest.mark.slow  # a fresh interpreter that imports torch
 
 CHECK_THAT_IMPORTS_DYNAMO = """
-from attn_course.grading.registry import CheckSpec
-from attn_course.grading.verdicts import run_check
+from attn_course.grading.checking.registry import CheckSpec
+from attn_course.grading.checking.verdicts import run_check
 
 
 def check(obj):

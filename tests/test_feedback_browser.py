@@ -15,8 +15,8 @@ import pytest
 from playwright.sync_api import sync_playwright
 from support import CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT
 
-from attn_course.grading.feedback import feedback_page
-from attn_course.grading.result import CheckResult, NotebookReport, Status
+from attn_course.grading.checking.result import CheckResult, NotebookReport, Status
+from attn_course.grading.classrun.feedback import feedback_page
 
 pytestmark = [
     pytest.mark.browser,

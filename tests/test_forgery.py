@@ -31,7 +31,8 @@ WRONG_ANSWERS = (
 ATTACKS = {
     "patch_api": (
         [
-            "import attn_course.grading.api as _a, attn_course.grading.verdicts as _v\n"
+            "import attn_course.grading.checking.api as _a\n"
+            "import attn_course.grading.checking.verdicts as _v\n"
             "_v.run_check = lambda spec, obj, *rest: _a.CheckResult(spec.id, 'passed', '')\n"
             "_a.check = lambda i, o: print(f'✔ {i}: passed')"
         ],
@@ -39,7 +40,8 @@ ATTACKS = {
     ),
     "patch_registry_and_checks": (
         [
-            "import attn_course.grading.registry as _r, attn_course.grading.expect as _e\n"
+            "import attn_course.grading.checking.registry as _r\n"
+            "import attn_course.grading.checking.expect as _e\n"
             "for _k, _s in list(_r.load_checks().items()):\n"
             "    _r.CHECKS[_k] = _r.CheckSpec(_k, _s.notebook, lambda obj: 'ok', 10.0)\n"
             "_e.expect_close = lambda *a, **k: None\n"
@@ -54,7 +56,7 @@ ATTACKS = {
             "_fake = types.ModuleType('attn_course.grading')\n"
             "_fake.check = lambda i, o: print(f'✔ {i}: passed')\n"
             "sys.modules['attn_course.grading'] = _fake\n"
-            "sys.modules['attn_course.grading.agent'] = _fake"
+            "sys.modules['attn_course.grading.kernel.agent'] = _fake"
         ],
         [],
     ),
@@ -110,7 +112,7 @@ ATTACKS = {
         [],
         [
             WRONG_ANSWERS
-            + "import torch, attn_course.grading.agent as _ag\n"
+            + "import torch, attn_course.grading.kernel.agent as _ag\n"
             + "def _serve(request, reply):\n"
             + "    torch.save({'value': {'__dict__': {'result': torch.zeros(3), 'after': [],"
             + " 'sdpa_calls': 1}}}, reply)\n"

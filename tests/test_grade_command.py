@@ -15,7 +15,8 @@ import pytest
 from support import GOOD_MASK, IMPORTS, write_notebook
 from support import grade_command as grade
 
-from attn_course.grading import STATUSES, checks_for, sandbox
+from attn_course.grading import STATUSES, checks_for
+from attn_course.grading.kernel import sandbox
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 

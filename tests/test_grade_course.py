@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import ROOT, grade_command
 
-from attn_course.grading.registry import load_checks
+from attn_course.grading.checking.registry import load_checks
 
 pytestmark = pytest.mark.slow  # grades every solution and exercise in kernels
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from support import ROOT, grade_command, write_notebook
 
-from attn_course.grading import sandbox
+from attn_course.grading.kernel import sandbox
 
 pytestmark = [
     pytest.mark.slow,  # grades a class in kernels
@@ -160,7 +160,7 @@ print(wins)"""
 
 FORGED_REPLIES = """
 import base64, io, zipfile
-import attn_course.grading.agent as agent
+import attn_course.grading.kernel.agent as agent
 from IPython.display import publish_display_data
 MIME = "application/x.attn-course-reply"
 sent = [0]

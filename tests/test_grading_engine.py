@@ -10,11 +10,12 @@ import time
 import pytest
 import torch
 
-from attn_course.grading import CheckFailed, CheckResult, Status, api, check, register
-from attn_course.grading.agent import ANSWERS
-from attn_course.grading.context import OFFICIAL_ENV, OUTPUT_LIMIT
-from attn_course.grading.registry import CHECKS
-from attn_course.grading.result import NotebookReport
+from attn_course.grading import CheckFailed, CheckResult, Status, check, register
+from attn_course.grading.checking import api
+from attn_course.grading.checking.registry import CHECKS
+from attn_course.grading.checking.result import NotebookReport
+from attn_course.grading.kernel.agent import ANSWERS
+from attn_course.grading.kernel.context import OFFICIAL_ENV, OUTPUT_LIMIT
 
 NOTEBOOK = "99_test_only"
 
@@ -293,7 +294,7 @@ def test_in_a_notebook_the_verdict_is_also_html_that_wraps_between_words(checks,
 
 @pytest.mark.parametrize("failures, started", [(0, True), (1, True), (2, False)])
 def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures, started):
-    from attn_course.grading import kernels
+    from attn_course.grading.kernel import kernels
 
     attempts = []
 
@@ -318,7 +319,8 @@ def test_kernel_pool_tries_a_failed_kernel_start_once_more(monkeypatch, failures
 
 
 def test_kernel_pool_starts_each_kernel_for_the_sandbox_it_will_be(monkeypatch):
-    from attn_course.grading import kernels, withheld
+    from attn_course.grading.checking import withheld
+    from attn_course.grading.kernel import kernels
 
     started = []
 
@@ -348,9 +350,9 @@ def test_kernel_pool_starts_each_kernel_for_the_sandbox_it_will_be(monkeypatch):
 
 
 def test_a_learner_error_reads_the_same_local_or_remote():
-    from attn_course.grading import agent
-    from attn_course.grading.expect import learner_error
-    from attn_course.grading.remote import LearnerError
+    from attn_course.grading.checking.expect import learner_error
+    from attn_course.grading.kernel import agent
+    from attn_course.grading.kernel.remote import LearnerError
 
     def forward():
         raise RuntimeError("The size of tensor a (4) must match the size of tensor b (6)")
@@ -373,8 +375,9 @@ def test_the_grade_command_imports_no_notebook_ui_and_no_schema_machinery():
 
     probe = (
         "import sys\n"
-        "import attn_course.grading.cli, attn_course.grading.runner, attn_course.grading.roster\n"
-        "import attn_course.grading.feedback\n"
+        "import attn_course.grading.classrun.cli, attn_course.grading.classrun.roster\n"
+        "import attn_course.grading.classrun.runner\n"
+        "import attn_course.grading.classrun.feedback\n"
         "print(sorted(m for m in ('nbformat', 'jsonschema', 'IPython') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
@@ -385,9 +388,9 @@ def test_a_timeout_inside_a_checks_own_except_is_still_a_timeout():
     """The grader's session raises RemoteTimeout when the kernel's time runs out; checks
     catch the learner's errors with ``except Exception`` (to name the mistake), which must
     not turn the timeout into a failure that blames the learner's code (seen under load)."""
-    from attn_course.grading.registry import load_checks
-    from attn_course.grading.remote import RemoteTimeout
-    from attn_course.grading.verdicts import run_check
+    from attn_course.grading.checking.registry import load_checks
+    from attn_course.grading.checking.verdicts import run_check
+    from attn_course.grading.kernel.remote import RemoteTimeout
 
     def out_of_time(*args, **kwargs):
         raise RemoteTimeout
@@ -397,7 +400,7 @@ def test_a_timeout_inside_a_checks_own_except_is_still_a_timeout():
 
 
 def test_planned_notebook_reads_the_id_ahead_and_falls_back_to_the_name(tmp_path):
-    from attn_course.grading.notebooks import planned_notebook
+    from attn_course.grading.classrun.notebooks import planned_notebook
     from attn_course.tools.protocol import METADATA_KEY, NOTEBOOK_ID
 
     stamped = tmp_path / "mine.ipynb"

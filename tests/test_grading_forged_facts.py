@@ -15,7 +15,7 @@ import json
 import pytest
 from support import grade_command, write_notebook
 
-from attn_course.grading import sandbox
+from attn_course.grading.kernel import sandbox
 
 pytestmark = [
     pytest.mark.slow,  # grades a class in kernels
@@ -30,7 +30,7 @@ IMPORTS = "import torch\nfrom torch import nn\nfrom attn_course.grading import c
 def patched(edit: str) -> str:
     """A cell that patches the agent's ``call`` to edit every reply (``r``) before it goes."""
     return (
-        "import attn_course.grading.agent as agent\n"
+        "import attn_course.grading.kernel.agent as agent\n"
         "_call = agent.call\n"
         "def call(*args, **kwargs):\n"
         "    r = _call(*args, **kwargs)\n"

@@ -20,9 +20,10 @@ from jupyter_client.session import Session
 from support import ROOT, write_notebook
 from support import grade_ok as grade
 
-from attn_course.grading import kernels, runner, sandbox
-from attn_course.grading.kernels import REPLY_MIME, Flooded, Inbox
-from attn_course.grading.result import NotebookReport, Status
+from attn_course.grading.checking.result import NotebookReport, Status
+from attn_course.grading.classrun import runner
+from attn_course.grading.kernel import kernels, sandbox
+from attn_course.grading.kernel.kernels import REPLY_MIME, Flooded, Inbox
 
 SESSION = Session(key=b"a key")
 
@@ -350,7 +351,7 @@ def test_the_import_of_torch_dynamo_is_not_on_the_checks_clock(monkeypatch):
     """On a loaded machine the meta device's first use (it imports torch._dynamo) took a
     correct causal_attention past its time limit: the grader now imports it in the kernel
     first, once per kernel, and extends the check's deadline by what that took."""
-    from attn_course.grading import remote
+    from attn_course.grading.kernel import remote
 
     executed: list[str] = []
 

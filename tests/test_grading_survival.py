@@ -19,8 +19,8 @@ from jupyter_client.session import Session
 from support import GOOD_MASK, IMPORTS, write_notebook
 from support import grade_ok as grade
 
-from attn_course.grading import sandbox
-from attn_course.grading.kernels import REPLY_MIME, Kernel
+from attn_course.grading.kernel import sandbox
+from attn_course.grading.kernel.kernels import REPLY_MIME, Kernel
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 

@@ -10,8 +10,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from support import ROOT
 
-from attn_course.grading.notebooks import Notebook, notebook_id, read_notebook
-from attn_course.grading.registry import checks_for
+from attn_course.grading.checking.registry import checks_for
+from attn_course.grading.classrun.notebooks import Notebook, notebook_id, read_notebook
 from attn_course.tools.exercises import make_exercise
 
 EXERCISES = ROOT / "exercises"

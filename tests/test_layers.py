@@ -90,6 +90,25 @@ def test_no_module_imports_from_a_lower_layer():
 def test_the_layer_test_sees_imports_across_sub_packages():
     ui = imported_modules(PACKAGE / "ui" / "lm_explorer.py")
     assert {"generation", "lm", "lm_views", "model_views"} <= ui and "widgets" not in ui
-    assert "tools" in imported_modules(PACKAGE / "grading" / "runner.py")
-    check = imported_modules(PACKAGE / "grading" / "checks" / "nb00_numpy_attention.py")
+    assert "tools" in imported_modules(PACKAGE / "grading" / "classrun" / "runner.py")
+    check = imported_modules(
+        PACKAGE / "grading" / "checking" / "checks" / "nb00_numpy_attention.py"
+    )
     assert {"attention", "numpy_attention"} <= check and "expect" not in check
+
+
+def test_no_grading_room_imports_the_class_run():
+    """grading's rooms: checking and kernel never import classrun (grading/__init__'s map),
+    and no module sits loose beside the rooms."""
+    grading = PACKAGE / "grading"
+    inward = []
+    for room in ("checking", "kernel"):
+        for path in (grading / room).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom):
+                    module = node.module or ""
+                    names = [alias.name for alias in node.names]
+                    if "classrun" in module.split(".") or (not module and "classrun" in names):
+                        inward.append(str(path.relative_to(grading)))
+    assert inward == []
+    assert {p.name for p in grading.iterdir() if p.suffix == ".py"} == {"__init__.py"}

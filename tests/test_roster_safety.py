@@ -24,14 +24,14 @@ import pytest
 from make_class import make_class
 from support import ROOT
 
-from attn_course.grading import intake, roster, seal
-from attn_course.grading.cli import _table, main
-from attn_course.grading.escape import clean, csv_cell, html_text
-from attn_course.grading.export import CANVAS_IDENTITY
-from attn_course.grading.feedback import feedback_page
-from attn_course.grading.notebooks import notebook_id, read_notebook
-from attn_course.grading.registry import checks_for
-from attn_course.grading.result import CheckResult, NotebookReport, Status
+from attn_course.grading.checking.registry import checks_for
+from attn_course.grading.checking.result import CheckResult, NotebookReport, Status
+from attn_course.grading.classrun import intake, roster, seal
+from attn_course.grading.classrun.cli import _table, main
+from attn_course.grading.classrun.escape import clean, csv_cell, html_text
+from attn_course.grading.classrun.export import CANVAS_IDENTITY
+from attn_course.grading.classrun.feedback import feedback_page
+from attn_course.grading.classrun.notebooks import notebook_id, read_notebook
 
 STEM = "04_stepwise_reshape"
 IDS = [spec.id for spec in checks_for(STEM)]  # split_heads, merge_heads, split_shape

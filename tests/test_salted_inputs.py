@@ -20,10 +20,10 @@ import torch
 from answers import REFERENCE
 from torch import nn
 
-from attn_course.grading import checks  # noqa: F401  (registers the checks)
-from attn_course.grading.context import SALT
-from attn_course.grading.registry import CHECKS
-from attn_course.grading.verdicts import run_check
+from attn_course.grading.checking import checks  # noqa: F401  (registers the checks)
+from attn_course.grading.checking.registry import CHECKS
+from attn_course.grading.checking.verdicts import run_check
+from attn_course.grading.kernel.context import SALT
 
 # Checks whose answer is a value, not code: nothing is passed to the learner.
 VALUE_ANSWERS = {

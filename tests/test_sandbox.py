@@ -1,4 +1,4 @@
-"""The grading sandbox itself (``attn_course/grading/sandbox.py``): one process run in it,
+"""The grading sandbox itself (``attn_course/grading/kernel/sandbox.py``): one process run in it,
 reporting what it can see and do; and the README's description of it."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sys
 import pytest
 from support import ROOT
 
-from attn_course.grading import sandbox
-from attn_course.grading.kernels import KERNEL_ENV
+from attn_course.grading.kernel import sandbox
+from attn_course.grading.kernel.kernels import KERNEL_ENV
 
 needs_sandbox = pytest.mark.skipif(
     sandbox.available() is not None, reason=f"no grading sandbox: {sandbox.available()}"
@@ -132,7 +132,7 @@ def test_the_readme_states_the_sandbox_as_built():
 def test_the_notebooks_deadline_bounds_every_call_and_stops_the_kernel():
     import time
 
-    from attn_course.grading.kernels import Kernel, KernelLost
+    from attn_course.grading.kernel.kernels import Kernel, KernelLost
 
     kernel = Kernel(preload="")
     try:

@@ -1,4 +1,4 @@
-"""The wire format (``grading.wire``): every type that crosses comes back as itself.
+"""The wire format (``grading.kernel.wire``): every type that crosses comes back as itself.
 
 Each value goes the way a reply goes (the agent encodes it, ``torch.save``, the grader reads
 it with ``weights_only=True``, ``remote.check_reply`` accepts it, the grader decodes it) and
@@ -14,9 +14,9 @@ import pytest
 import torch
 from torch import nn
 
-from attn_course.grading import agent, wire
-from attn_course.grading.kernels import REPLY_MIME
-from attn_course.grading.remote import (
+from attn_course.grading.kernel import agent, wire
+from attn_course.grading.kernel.kernels import REPLY_MIME
+from attn_course.grading.kernel.remote import (
     SERVE,
     LearnerError,
     Remote,

@@ -16,9 +16,9 @@ import pytest
 from answers import REFERENCE
 from support import ROOT, grade_command, write_notebook
 
-from attn_course.grading import sandbox, withheld
-from attn_course.grading.registry import load_checks
-from attn_course.grading.withheld import (
+from attn_course.grading.checking import withheld
+from attn_course.grading.checking.registry import load_checks
+from attn_course.grading.checking.withheld import (
     ANSWERS,
     APART,
     HELPERS,
@@ -32,6 +32,7 @@ from attn_course.grading.withheld import (
     sandboxes,
     stand_in_source,
 )
+from attn_course.grading.kernel import sandbox
 
 CHECKS = load_checks()
 
@@ -279,8 +280,8 @@ LOOK = (
     "grading = pathlib.Path(attn_course.grading.__file__).parent\n"
     "FOUND = [\n"
     "    'triu' in inspect.getsource(attention.causal_mask),\n"
-    "    any((grading / 'checks').glob('*.py')),\n"
-    "    (grading / 'shared_checks.py').stat().st_size > 0,\n"
+    "    any((grading / 'checking' / 'checks').glob('*.py')),\n"
+    "    (grading / 'checking' / 'shared_checks.py').stat().st_size > 0,\n"
     "]"
 )
 
@@ -322,7 +323,7 @@ def test_the_course_answers_fail_loudly_in_the_sandbox(tmp_path):
 # as withheld (a stand-in whose use raises WithheldAnswer, proven by using it) or kept.
 ENUMERATE = """
 import importlib, inspect, json, sys, types
-from attn_course.grading.withheld import WithheldAnswer
+from attn_course.grading.checking.withheld import WithheldAnswer
 
 def stand_in(func):
     func = inspect.unwrap(func) if callable(func) else func
@@ -514,8 +515,8 @@ class _InProcessKernel:
 
         import torch
 
-        from attn_course.grading import agent
-        from attn_course.grading.kernels import REPLY_MIME
+        from attn_course.grading.kernel import agent
+        from attn_course.grading.kernel.kernels import REPLY_MIME
 
         named = self.named
 
@@ -572,12 +573,12 @@ def test_what_the_checks_hand_to_a_kernel_is_kept_there(notebook):
     TinyTransformer and its ModelConfig, 09's KVCache, 11's GPTModel) is kept in the kernel
     that grades it: a stand-in there would raise WithheldAnswer, or worse, unpickle
     silently and fail later (SCAFFOLD names them)."""
-    from attn_course.grading import agent
-    from attn_course.grading.context import SALT
-    from attn_course.grading.registry import checks_for
-    from attn_course.grading.remote import Session
-    from attn_course.grading.result import Status
-    from attn_course.grading.verdicts import run_check
+    from attn_course.grading.checking.registry import checks_for
+    from attn_course.grading.checking.result import Status
+    from attn_course.grading.checking.verdicts import run_check
+    from attn_course.grading.kernel import agent
+    from attn_course.grading.kernel.context import SALT
+    from attn_course.grading.kernel.remote import Session
 
     apart = APART.get(notebook, ())
     for spec in checks_for(notebook):

@@ -1,0 +1,1 @@
+"""The grading package's checking layer."""

@@ -1,0 +1,1 @@
+"""The grading package's classrun layer."""

@@ -18,6 +18,8 @@ import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
 from attn_course.grading.checking.registry import CHECKS, CheckFailed
+from attn_course.grading.kernel import agent
+from attn_course.grading.kernel.kernels import REPLY_MIME
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,3 +98,18 @@ def assert_causal(module: torch.nn.Module, x: torch.Tensor, atol: float) -> None
         new_out = module(changed)
         torch.testing.assert_close(new_out[:, :t], out[:, :t], atol=atol, rtol=atol)
         assert not torch.allclose(new_out[:, t], out[:, t])
+
+
+def serve_in_process(data: str | None) -> tuple[dict, list]:
+    """One grader request answered by ``agent.serve`` in this process, as a kernel answers it:
+    the execute reply and the agent's replies it published (``Kernel.request``'s return)."""
+    import pytest
+
+    published: list[dict] = []
+    display = pytest.MonkeyPatch()
+    display.setattr("IPython.display.publish_display_data", published.append)
+    try:
+        agent.serve(data)
+    finally:
+        display.undo()
+    return {"status": "ok"}, [d[REPLY_MIME] for d in published]

@@ -12,10 +12,10 @@ import io
 import numpy as np
 import pytest
 import torch
+from support import serve_in_process
 from torch import nn
 
 from attn_course.grading.kernel import agent, wire
-from attn_course.grading.kernel.kernels import REPLY_MIME
 from attn_course.grading.kernel.remote import (
     SERVE,
     LearnerError,
@@ -122,14 +122,7 @@ class _Kernel:
 
     def request(self, code: str, timeout: float, silent: bool = True, data=None):
         self.codes.append(code)
-        published: list[dict] = []
-        display = pytest.MonkeyPatch()
-        display.setattr("IPython.display.publish_display_data", published.append)
-        try:
-            agent.serve(data)
-        finally:
-            display.undo()
-        return {"status": "ok"}, [d[REPLY_MIME] for d in published]
+        return serve_in_process(data)
 
 
 def _shape(module: nn.Module, x: torch.Tensor) -> torch.Size:

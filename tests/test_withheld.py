@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from answers import REFERENCE
-from support import ROOT, grade_command, write_notebook
+from support import ROOT, grade_command, serve_in_process, write_notebook
 
 from attn_course.grading.checking import withheld
 from attn_course.grading.checking.registry import load_checks
@@ -515,9 +515,6 @@ class _InProcessKernel:
 
         import torch
 
-        from attn_course.grading.kernel import agent
-        from attn_course.grading.kernel.kernels import REPLY_MIME
-
         named = self.named
 
         class Recording(pickle.Unpickler):
@@ -531,14 +528,7 @@ class _InProcessKernel:
         recording = types.ModuleType("recording")
         recording.Unpickler, recording.load = Recording, pickle.load  # type: ignore[attr-defined]
         torch.load(io.BytesIO(base64.b64decode(data)), weights_only=False, pickle_module=recording)
-        published: list[dict] = []
-        display = pytest.MonkeyPatch()
-        display.setattr("IPython.display.publish_display_data", published.append)
-        try:
-            agent.serve(data)
-        finally:
-            display.undo()
-        return {"status": "ok"}, [d[REPLY_MIME] for d in published]
+        return serve_in_process(data)
 
     def reset_peak_memory(self) -> None:
         pass

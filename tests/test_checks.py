@@ -276,3 +276,29 @@ def test_a_long_wrong_answer_is_not_echoed_whole():
     hint = verdict("causal_attention_parameters", answer)
     assert answer[:40] in hint and answer not in hint
     assert len(hint) < 300 and "…" in hint
+
+
+def test_a_list_argument_is_compared_item_by_item():
+    """A list of arrays (NumPy multi-head weights) left alone passes; one whose items the
+    call replaced or changed is refused: list equality of arrays is ambiguous, so the list is
+    compared item by item."""
+    import numpy as np
+
+    from attn_course.grading.checking.registry import CheckFailed
+
+    weights = [np.ones((2, 2)), np.zeros((2, 2))]
+    assert expect.call_pure(lambda ws: sum(float(w.sum()) for w in ws), weights) == 4.0
+
+    def replace_first(ws):
+        ws[0] = ws[0] * 2
+        return 0
+
+    with pytest.raises(CheckFailed, match="input list in place"):
+        expect.call_pure(replace_first, [np.ones((2, 2)), np.zeros((2, 2))])
+
+    def append(ws):
+        ws.append(1)
+        return 0
+
+    with pytest.raises(CheckFailed, match="input list in place"):
+        expect.call_pure(append, ["a", "b"])

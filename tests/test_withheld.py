@@ -504,6 +504,8 @@ class _InProcessKernel:
     agent, and records the package objects (module.name) that the requests' pickles name:
     what the checks hand to the kernel whole (a model, a cache, a config)."""
 
+    dynamo_ready = True  # no torch._dynamo import to prepare: the grader's own process
+
     def __init__(self) -> None:
         self.named: set[str] = set()
 

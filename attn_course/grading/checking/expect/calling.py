@@ -91,7 +91,7 @@ def call_pure_reply(func: Callable, args: tuple, kwargs: dict | None = None, **o
         elif isinstance(after, dict) and "__vars__" in after:
             vars(arg).update(after["__vars__"])
     for i, (after, old) in enumerate(zip(reply["after"], before, strict=True)):
-        if isinstance(old, list) and after != old:
+        if isinstance(old, list) and not _same_items(after, old):
             raise CheckFailed(
                 f"your function changed its input list in place (argument {i + 1}): leave it "
                 "unchanged and build a new list (new = [] then new.append(...), or "
@@ -173,6 +173,16 @@ def call_explained(func: Callable, *args: object) -> object:
             if any(word in error for word in words):
                 raise CheckFailed(HINTS[name]) from None
         raise
+
+
+def _same_items(after: object, old: list) -> bool:
+    """A list argument after the call holds the same items (arrays and tensors by value)."""
+    if not isinstance(after, list) or len(after) != len(old):
+        return False
+    return all(
+        _same(a, o) if isinstance(o, torch.Tensor | np.ndarray) else a == o
+        for a, o in zip(after, old, strict=True)
+    )
 
 
 def _same(after: object, old: object) -> bool:

@@ -113,6 +113,11 @@ class _Socket:
     def recv_multipart(self, flags: int = 0, copy: bool = True) -> list:
         return self.messages.pop(0)
 
+    def send(self, message: dict) -> None:
+        """The grader's execute request (the channel's ``send``): its id is the parent that
+        the prepared messages name."""
+        assert message["header"]["msg_id"] == "m1", message["header"]
+
 
 class _IdleFirst:
     """A kernel client whose idle status arrives before the grader reads the execute reply
@@ -135,9 +140,14 @@ class _IdleFirst:
             ]
         )
         self.shell_channel = _Socket([message("execute_reply", {"status": "ok"})])
+        build = self.session.msg
 
-    def execute(self, code: str, **options: object) -> str:
-        return "m1"
+        def request_m1(*args: object, **kwargs: object) -> dict:  # the id the replies name
+            built = build(*args, **kwargs)
+            built["header"]["msg_id"] = built["msg_id"] = "m1"
+            return built
+
+        self.session.msg = request_m1  # type: ignore[method-assign]
 
 
 def test_a_reply_read_after_the_idle_status_does_not_wait_for_it_again():

@@ -61,15 +61,19 @@ CAUSAL_CPU_MASK = (
 """
 )
 
-CAUSAL_HAND_DROPOUT = (
-    CAUSAL_INIT
-    + """
+# The attention weights, computed by hand: the forwards below go on from ``w``.
+CAUSAL_WEIGHTS = """
     def forward(self, x):
         n = x.shape[1]
         queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
         scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
         w = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
-        if self.training:
+"""
+
+CAUSAL_HAND_DROPOUT = (
+    CAUSAL_INIT
+    + CAUSAL_WEIGHTS
+    + """        if self.training:
             keep = torch.rand_like(w) >= self.dropout.p
             w = w * keep / (1 - self.dropout.p)
         return w @ values
@@ -99,13 +103,8 @@ class EncoderLayer(torch.nn.Module):
 # Issue 29: eval() overridden, so the dropout stays on after model.eval().
 CAUSAL_EVAL_OVERRIDDEN = (
     CAUSAL_INIT
-    + """
-    def forward(self, x):
-        n = x.shape[1]
-        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
-        w = torch.softmax(scores.masked_fill(self.mask[:n, :n], -torch.inf), dim=-1)
-        return self.dropout(w) @ values
+    + CAUSAL_WEIGHTS
+    + """        return self.dropout(w) @ values
 
     def eval(self):
         return self

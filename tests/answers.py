@@ -1234,7 +1234,10 @@ def attend_cached_with(mistake):
             keys, values = cache.update(0 if mistake == "layer_0" else layer, keys, values)
             rows = slice(0, num_new) if mistake == "stale_offset" else slice(start, start + num_new)
             mask = att.mask[rows, : start + num_new]
-        keys, values = gqa.repeat_kv(keys, group_size), gqa.repeat_kv(values, group_size)
+        if mistake == "repeat_tiled":  # x.repeat tiles the groups: head h reads group h % groups
+            keys, values = keys.repeat(1, group_size, 1, 1), values.repeat(1, group_size, 1, 1)
+        else:
+            keys, values = gqa.repeat_kv(keys, group_size), gqa.repeat_kv(values, group_size)
         context, _ = scaled_dot_product_attention(queries, keys, values, mask)
         return att.out_proj(merge_heads(context))
 
@@ -1488,22 +1491,6 @@ def sinusoidal_float32_by_hand(num_tokens, d_model):
 def previous_diagonal_offset_0(w):
     """diagonal(offset=0): the weight on the token itself, row 0 included."""
     return w.diagonal(offset=0, dim1=-2, dim2=-1).mean(dim=(0, 2))
-
-
-def attend_cached_repeat(att, x, cache, layer):
-    """Grouped heads tiled with x.repeat instead of repeat_interleave."""
-    num_new = x.shape[1]
-    start = cache.num_cached(layer)
-    num_kv_groups = getattr(att, "num_kv_groups", att.num_heads)
-    queries = split_heads(att.W_query(x), att.num_heads)
-    keys = split_heads(att.W_key(x), num_kv_groups)
-    values = split_heads(att.W_value(x), num_kv_groups)
-    keys, values = cache.update(layer, keys, values)
-    group_size = att.num_heads // num_kv_groups
-    keys, values = keys.repeat(1, group_size, 1, 1), values.repeat(1, group_size, 1, 1)
-    mask = att.mask[start : start + num_new, : start + num_new]
-    context, _ = scaled_dot_product_attention(queries, keys, values, mask)
-    return att.out_proj(merge_heads(context))
 
 
 WRONG: list[Wrong] = [
@@ -1860,7 +1847,7 @@ WRONG: list[Wrong] = [
           ("itself",)),
     Wrong("attention tile mask inverted", "attention_tile", tile_with("mask_inverted"),
           ("inverted", "True means HIDDEN")),
-    Wrong("attend cached x.repeat", "attend_cached", attend_cached_repeat,
+    Wrong("attend cached x.repeat", "attend_cached", attend_cached_with("repeat_tiled"),
           ("repeat_interleave",)),
     Wrong("loss without log", "per_token_loss", partial(token_loss, mistake="no log"), ("-log",)),
     Wrong("loss in bits", "per_token_loss", partial(token_loss, mistake="bits"), ("nats",)),

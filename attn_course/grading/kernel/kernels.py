@@ -312,6 +312,9 @@ class Kernel:
         return subprocess.Popen(argv, env=env, **_DETACHED)
 
     def _wait_for_ready(self, deadline: float) -> None:
+        """Until the kernel answers ``kernel_info`` and its iopub messages reach the grader:
+        a subscriber misses what is published before its subscription takes, and the agent's
+        first reply would be lost (seen once in CI)."""
         while time.monotonic() < deadline:
             self.client.kernel_info()
             try:
@@ -320,8 +323,13 @@ class Kernel:
                 if self.process.poll() is not None:
                     raise KernelLost("the Python kernel died while starting") from None
                 continue
-            if msg["msg_type"] == "kernel_info_reply":
-                return
+            if msg["msg_type"] != "kernel_info_reply":
+                continue
+            try:
+                self.client.get_iopub_msg(timeout=0.5)  # the request's busy/idle status
+            except queue.Empty:
+                continue  # published before the subscription took: ask again
+            return
         raise KernelLost("the Python kernel did not start in time")
 
     def alive(self) -> bool:

@@ -21,6 +21,7 @@ from attn_course.grading.checking.registry import load_checks
 from attn_course.grading.checking.withheld import (
     ANSWERS,
     APART,
+    HANDED,
     HELPERS,
     KEPT,
     KEPT_HELPERS,
@@ -79,15 +80,10 @@ def exercise_uses(notebook: str, folder: str = "exercises") -> set[str]:
     return {name for name in used if not name.startswith("grading")}
 
 
-# What a notebook's checks hand to the learner's code in the kernel, beyond the exercise's
-# own imports (the model of find_previous_char_head).
-HANDED_OVER = {"11_language_model": {"generation.GPTModel"}}
-
-
 @pytest.mark.parametrize("notebook", sorted(SCAFFOLD))
 def test_the_scaffold_is_what_the_exercise_notebook_uses(notebook):
     """All the exercise's own code uses, and no more than its solved cells use too."""
-    needed = exercise_uses(notebook) | HANDED_OVER.get(notebook, set())
+    needed = exercise_uses(notebook)
     assert needed <= set(SCAFFOLD[notebook]) <= needed | exercise_uses(notebook, "solutions")
 
 
@@ -114,7 +110,8 @@ def test_a_kernel_keeps_no_answer_or_helper_of_the_checks_it_grades(notebook, of
             assert not set(HELPERS.get(check_id, ())) & kept, check_id
     # the roots' references: an answer withheld here that kept code needs is a known one
     own = {ANSWERS[notebook][c] for c in graded_here(notebook, of_apart)} - {None}
-    roots = frozenset(kept & set(SCAFFOLD[notebook]) | withheld._import_time())
+    handed = {name for c in graded_here(notebook, of_apart) for name in HANDED.get(c, ())}
+    roots = frozenset(kept & (set(SCAFFOLD[notebook]) | handed) | withheld._import_time())
     needs = withheld._closure(roots - own) & own if notebook not in KEPT else set()
     assert needs == NEEDS_WITHHELD.get((notebook, of_apart), set())
 
@@ -539,32 +536,13 @@ class _InProcessKernel:
         return 0
 
 
-# Known gaps, found by the test below (left to the lead: each needs a decision): 03's
-# copy_wrapper_weights hands the kernel a MultiHeadAttention, the answer withheld there (its
-# instance unpickles as the stand-in class: parameters work, methods raise); 09's
-# attend_cached hands MultiHeadAttention and GroupedQueryAttention, which 09's kernel does
-# not keep, and GroupedQueryAttention needs gqa.repeat_kv, an answer graded there.
-_HANDED_GAPS = {
-    "03_weight_split_mha": "copy_wrapper_weights hands the kernel its withheld answer's class",
-    "09_generation_kv_cache": "attend_cached hands MultiHeadAttention and GroupedQueryAttention",
-}
-
-
 @pytest.mark.slow  # runs every check on its reference answer (about a minute)
-@pytest.mark.parametrize(
-    "notebook",
-    [
-        pytest.param(nb, marks=pytest.mark.xfail(reason=_HANDED_GAPS[nb], strict=True))
-        if nb in _HANDED_GAPS
-        else nb
-        for nb in sorted(SCAFFOLD)
-    ],
-)
+@pytest.mark.parametrize("notebook", sorted(SCAFFOLD))
 def test_what_the_checks_hand_to_a_kernel_is_kept_there(notebook):
     """Every package object that a check sends to the kernel (pickled whole: 08's
     TinyTransformer and its ModelConfig, 09's KVCache, 11's GPTModel) is kept in the kernel
     that grades it: a stand-in there would raise WithheldAnswer, or worse, unpickle
-    silently and fail later (SCAFFOLD names them)."""
+    silently and fail later (SCAFFOLD or HANDED names them)."""
     from attn_course.grading.checking.registry import checks_for
     from attn_course.grading.checking.result import Status
     from attn_course.grading.checking.verdicts import run_check

@@ -39,6 +39,7 @@ __all__ = [
     "ALLOWED_EVERYWHERE",
     "ANSWERS",
     "APART",
+    "HANDED",
     "HELPERS",
     "HIDDEN",
     "KEPT",
@@ -178,8 +179,8 @@ HELPERS: dict[str, tuple[str, ...]] = {
 }
 
 # The package objects that a notebook's exercise code uses (``tests/test_withheld.py``
-# derives them from exercises/NN.ipynb), and those its checks hand to the learner's code
-# in the kernel (a model, a KV cache): the roots of what its sandbox keeps (``allowed``).
+# derives them from exercises/NN.ipynb): with HANDED, the roots of what its sandboxes keep
+# (``allowed``).
 SCAFFOLD: dict[str, tuple[str, ...]] = {
     "00_numpy_attention": ("data.example",),
     "01_causal_attention": (),
@@ -223,7 +224,7 @@ SCAFFOLD: dict[str, tuple[str, ...]] = {
         "generation.KVCache",
     ),
     "10_tiled_attention": (),
-    "11_language_model": ("generation.GPTModel",),  # find_previous_char_head's model
+    "11_language_model": (),
 }
 
 # Kept in every sandbox: what the grading kernel itself runs (``grading`` imports them).
@@ -236,6 +237,23 @@ APART: dict[str, tuple[str, ...]] = {
     "05_transformer_blocks": ("encoder_layer", "transformer_block"),
     # head_scores() needs the course's; a train_step may use the course's next_token_loss
     "08_trained_attention": ("find_induction_heads", "train_step"),
+    # its check hands the learner's function a MultiHeadAttention to copy into
+    "03_weight_split_mha": ("copy_wrapper_weights",),
+    # its check hands a MultiHeadAttention and a GroupedQueryAttention (which needs repeat_kv)
+    "09_generation_kv_cache": ("attend_cached",),
+}
+
+# check id -> the package objects its check hands to the learner's code in the kernel
+# (pickled whole): kept in the kernel that grades it, even where one is an answer of the
+# notebook (that check is then graded APART from the one whose answer it is).
+HANDED: dict[str, tuple[str, ...]] = {
+    "copy_wrapper_weights": ("attention.MultiHeadAttention", "attention.MultiHeadAttentionWrapper"),
+    "attend_cached": (
+        "attention.MultiHeadAttention",
+        "gqa.GroupedQueryAttention",
+        "generation.KVCache",
+    ),
+    "find_previous_char_head": ("generation.GPTModel",),
 }
 
 # Notebooks whose answers stay in the sandbox, and why; ``uses_reference`` (observed in the
@@ -303,7 +321,8 @@ def allowed(notebook: str, of_apart: bool = False) -> frozenset[str]:
     checks = graded_here(notebook, of_apart)
     own = set() if notebook in KEPT else {answers[c] for c in checks if answers[c]}
     other_answers = {a for c, a in answers.items() if a and c not in checks}
-    roots = set(SCAFFOLD.get(notebook, ())) | set(ALLOWED_EVERYWHERE) | _import_time()
+    handed = {name for c in checks for name in HANDED.get(c, ())}
+    roots = set(SCAFFOLD.get(notebook, ())) | set(ALLOWED_EVERYWHERE) | _import_time() | handed
     if of_apart:  # the course's versions of the notebook's other answers
         roots |= other_answers
     return frozenset(_closure(frozenset(roots - own)) - own)

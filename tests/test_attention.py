@@ -751,3 +751,52 @@ def test_wrapper_runs_five_products_per_head_and_the_split_class_two_batched(num
     with torch.no_grad():
         bias_ops = [op for op, *_ in matrix_products(with_bias, x)]
     assert bias_ops == ["aten::addmm"] * 3 + ["aten::bmm"] * 2 + ["aten::addmm"]
+
+
+def test_weight_split_masks_before_it_scales_by_sqrt_head_dim_and_the_order_changes_nothing():
+    """03, step 5: the class masks the raw scores, then divides by sqrt(head_dim), not sqrt(d_out).
+
+    Scaling first (the notebook's walk-through) gives the same weights bit for bit: the visible
+    scores are divided identically, and -inf / sqrt(head_dim) is still -inf.
+    """
+    from attn_course.tiled import _profiled_events
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(6, 6, context_length=5, dropout=0.0, num_heads=2)
+    x = torch.randn(2, 5, 6)
+    with torch.no_grad():
+        names = [e.name for e in _profiled_events(mha, x)]
+        q = split_heads(mha.W_query(x), 2)  # (b, num_heads, num_tokens, head_dim)
+        k = split_heads(mha.W_key(x), 2)
+    assert names.index("aten::masked_fill_") < names.index("aten::div")
+    attn_scores = q @ k.transpose(2, 3)  # (b, num_heads, num_tokens, num_tokens)
+    mask = causal_mask(5)
+    mask_first = torch.softmax(attn_scores.masked_fill(mask, -torch.inf) / 3**0.5, dim=-1)
+    scale_first = torch.softmax((attn_scores / 3**0.5).masked_fill(mask, -torch.inf), dim=-1)
+    assert torch.equal(mask_first, scale_first)
+    by_d_out = torch.softmax(attn_scores.masked_fill(mask, -torch.inf) / 6**0.5, dim=-1)
+    assert torch.allclose(mha.attn_weights, mask_first, atol=1e-6)
+    assert not torch.allclose(mha.attn_weights, by_d_out, atol=1e-3)
+
+
+@pytest.mark.skipif(torch.__version__.split("+")[0] != "2.13.0", reason="the pinned PyTorch only")
+def test_each_addmm_fills_its_whole_output_with_the_bias():
+    """03: outside a clone, each addmm's copy_ writes its whole (b * num_tokens, d_out) output:
+    out_proj's alone with qkv_bias=False, every projection's with qkv_bias=True."""
+    from attn_course.tiled import _profiled_events
+
+    x = torch.randn(2, 5, 6)
+    for qkv_bias, addmms in ((False, 1), (True, 4)):
+        mha = MultiHeadAttention(
+            6, 6, context_length=5, dropout=0.0, num_heads=2, qkv_bias=qkv_bias
+        )
+        with torch.no_grad():
+            events = _profiled_events(mha, x)
+        fills = [
+            tuple(e.input_shapes[0])
+            for e in events
+            if e.name == "aten::copy_"
+            and e.cpu_parent is not None
+            and e.cpu_parent.name == "aten::addmm"
+        ]
+        assert fills == [(10, 6)] * addmms

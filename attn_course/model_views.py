@@ -27,6 +27,7 @@ from .training import model_config, pretrained
 
 __all__ = [
     "draw_heads",
+    "position_labels",
     "ModelSettings",
     "ModelPicture",
     "parse_sequence",
@@ -43,6 +44,11 @@ SHORT = {"previous-token": "prev", "induction": "ind", "first-token": "first",
          "diagonal": "diag", "row entropy": "ent"}  # fmt: skip
 
 
+def position_labels(tokens: Sequence[int]) -> list[str]:
+    """Tick labels "position:token" for a sequence of token ids: [5, 5] -> ["0:5", "1:5"]."""
+    return [f"{position}:{token}" for position, token in enumerate(tokens)]
+
+
 def draw_heads(
     weights: torch.Tensor,
     tokens: Sequence[int],
@@ -52,10 +58,13 @@ def draw_heads(
 ) -> Figure:
     """Every head's weights on one sequence: a row of panels per layer, keys on x, queries on y.
 
+    Each tick is labelled ``position:token`` ("22:12": position 22 holds token id 12), so that a
+    row or key named by its position can be found even where token ids repeat.
+
     Args:
         weights: (num_layers, num_heads, num_tokens, num_tokens), e.g.
             ``model.attention_weights()[:, 0]`` after ``model(tokens[None])``.
-        tokens: the num_tokens token ids, used as tick labels.
+        tokens: the num_tokens token ids, shown after each position in the tick labels.
         title: the figure title.
         scores: ``head_scores(...)`` output ({name: (num_layers, num_heads)}); the ``show`` ones
             are printed under each panel's name.
@@ -69,7 +78,7 @@ def draw_heads(
         num_layers, num_heads, figsize=(num_heads * side + 1.2, num_layers * (side + 0.55) + 0.5),
         squeeze=False, layout="constrained",
     )  # fmt: skip
-    labels = [str(t) for t in tokens]
+    labels = position_labels(tokens)
     fontsize = 7 if num_tokens <= 24 else 5.5
     for layer in range(num_layers):
         for head in range(num_heads):
@@ -83,9 +92,9 @@ def draw_heads(
             ax.set_yticks(range(num_tokens), labels=labels, fontsize=fontsize)
             ax.tick_params(length=0, pad=1.5)
     for ax in axes[-1]:
-        ax.set_xlabel("keys (token ids)", fontsize=8)
+        ax.set_xlabel("keys (position:token id)", fontsize=8)
     for ax in axes[:, 0]:
-        ax.set_ylabel("queries", fontsize=8)
+        ax.set_ylabel("queries (position:token id)", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.7, label="attention weight")
     if title:
         fig.suptitle(title, fontsize=11)

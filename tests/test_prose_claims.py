@@ -2930,6 +2930,16 @@ CLAIMS = [
     ),
     ("10_tiled_attention", "$d^2$ = 4,096", "4096", 0, r"d\^2 at d = 64: ([\d,]+)"),
     (
+        "10_tiled_attention",
+        "the causal loop's 1050 of section 5",
+        "1050",
+        0,
+        r"tiled: +(\d+) operator calls",
+    ),
+    ("10_tiled_attention", "it visits all 64 tiles, not 36", "64", 0, r"of the (\d+) tiles at n"),
+    ("10_tiled_attention", "it visits all 64 tiles, not 36", "36", 0, r"= (\d+) of the \d+ tiles"),
+    ("10_tiled_attention", "(192 KiB per SM above", "192", 0, r"(\d+) KiB of SRAM holds"),
+    (
         "11_language_model",
         "on the 12 passages read once, L1 H2 puts 0.49",
         "0.49",
@@ -5002,6 +5012,36 @@ def test_10_causal_gap_is_mostly_the_naive_paths_mask_overhead():
     assert f"printed {call_us} µs; if each of the loop's {calls}" in md
     assert f"{calls} x {call_us} µs = {calls * call_us / 1000:.0f} ms" in md
     assert 0.3 < calls * call_us / 1000 / tiled_c < 0.37  # "about a third"
+
+
+def test_10_tile_counts_and_working_set_follow_from_the_printed_numbers():
+    """10 §2: the causal loop skips (nb - 1) / (2 nb) of the tiles, "45 of the 100 below" (the
+    figure's 55 of 100 computed), the block-128 shares of §3 too (the reversed reading, the
+    computed share, fails); §4: 1.03 MiB of tiles plus two 128 KiB blocks of K and V are
+    "1.28 MiB in all", fitting a 2 MiB L2 but not a 1 MiB one, and the 192 KiB of SRAM hold
+    "less than one such tile" of 256 KiB."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    nb, computed, total = map(
+        int, re.search(r"(\d+) blocks: (\d+) of (\d+) tiles computed", text).groups()
+    )
+    assert (total, computed) == (nb * nb, nb * (nb + 1) // 2)
+    skipped = total - computed
+    assert skipped / total == (nb - 1) / (2 * nb) and f"{skipped} of the {total} below" in md
+    shares = re.findall(r"(\d+\.\d)% at n = (\d+)", text)
+    assert len(shares) == 4, shares
+    for share, n in shares:
+        blocks = int(n) // 128
+        assert float(share) == round(100 * (blocks - 1) / (2 * blocks), 1), (share, n)
+    tiles = float(re.search(r"peak minus that linear part: ([\d.]+),", text).group(1))
+    tile_kib = int(re.search(r"tile: (\d+) KiB", text).group(1))
+    kv_kib = int(re.search(r"block of K or V: (\d+) KiB", text).group(1))
+    sram_kib = int(re.search(r"(\d+) KiB of SRAM holds", text).group(1))
+    working_set = tiles + 2 * kv_kib / 1024
+    assert f"{working_set:.2f} MiB in all" in md and 1 < working_set <= 2
+    assert "with 2 MiB of it per core, not of those with 1 MiB or less" in md
+    assert sram_kib < tile_kib and "less than one such tile" in md
 
 
 def test_11_first_token_head_parks_early_as_section_5_prints():

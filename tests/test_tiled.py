@@ -243,3 +243,73 @@ def test_traffic_counter_factories_and_overwrites():
     with TrafficCounter(q, k, v) as counter:
         target.fill_(1.0)
     assert counter.bytes["other"] == nbytes
+
+
+def test_naive_causal_extras_are_two_square_tensors_and_two_mask_reads():
+    """10 §4: with the mask the naive path writes and reads two more (n, n) float tensors than
+    the three it moves without it (5 against 3), and reads the (n, n) bool mask twice."""
+    n = 64
+    q, k, v = (torch.randn(1, 4, n, 8) for _ in range(3))
+    mask = causal_mask(n)  # made beforehand, as in the notebook
+    square = 4 * n * n * 4  # one (4, n, n) float32 tensor
+    with torch.no_grad():
+        with TrafficCounter(q, k, v) as plain:
+            scaled_dot_product_attention(q, k, v)
+        with TrafficCounter(q, k, v) as masked:
+            scaled_dot_product_attention(q, k, v, mask)
+    assert plain.bytes["(n, n) tensors"] == 3 * 2 * square  # each written once, read once
+    assert masked.bytes["(n, n) tensors"] == 5 * 2 * square + 2 * n * n  # + the mask, twice
+
+
+def test_loop_without_the_mask_makes_more_operator_calls_than_causal():
+    """10 §4: without the mask the loop visits all 64 tiles at n = 1024, block 128, and makes
+    more operator calls than the causal loop (36 tiles)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(1, 4, 1024, 64)
+    counts = {}
+    with torch.no_grad():
+        for causal in (True, False):
+            with Count() as counter:
+                tiled_attention(x, x, x, causal=causal, block_size=128)
+            counts[causal] = counter.calls
+    assert counts[False] > counts[True], counts
+
+
+def test_recomputing_saves_the_loops_training_memory_without_fusing():
+    """10 §5: wrapped in torch.utils.checkpoint, the unfused loop keeps nothing but its inputs
+    for the backward pass (plainly it keeps every tile), with the same gradients."""
+    from torch.utils.checkpoint import checkpoint
+
+    q, k, v = (torch.randn(1, 2, 256, 16, requires_grad=True) for _ in range(3))
+    inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
+
+    def loop(q, k, v):
+        return tiled_attention(q, k, v, causal=True, block_size=32)
+
+    def saved_bytes_and_grads(fn):
+        storages = {}
+
+        def pack(t):
+            if t.untyped_storage().data_ptr() not in inputs:
+                storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = fn(q, k, v)
+        return sum(storages.values()), torch.autograd.grad(out.square().sum(), (q, k, v))
+
+    plain, plain_grads = saved_bytes_and_grads(loop)
+    recomputed, grads = saved_bytes_and_grads(
+        lambda q, k, v: checkpoint(loop, q, k, v, use_reentrant=False)
+    )
+    assert plain > 2 * 256 * 256 * 4 and recomputed == 0, (plain, recomputed)
+    for a, b in zip(plain_grads, grads, strict=True):
+        torch.testing.assert_close(a, b)

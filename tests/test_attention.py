@@ -264,8 +264,10 @@ def test_renormalising_is_nan_only_past_a_gap_of_104_not_103(gap):
     first two gaps NaN."""
     assert math.log(SMALLEST_FLOAT32) == pytest.approx(-103.28, abs=0.005)
     assert math.log(SMALLEST_FLOAT32 / 2) == pytest.approx(-103.97, abs=0.005)
-    halves = torch.tensor([0.51 * SMALLEST_FLOAT32, 0.49 * SMALLEST_FLOAT32])
-    assert halves.tolist() == [SMALLEST_FLOAT32, 0.0]
+    halves = torch.tensor([0.51, 0.5, 0.49]) * SMALLEST_FLOAT32
+    assert halves.tolist() == [SMALLEST_FLOAT32, 0.0, 0.0]  # exactly half: a tie, to even 0
+    # ties go to the even neighbour, not always down: 1.5 units round up to 2
+    assert torch.tensor(1.5 * SMALLEST_FLOAT32).item() == 2 * SMALLEST_FLOAT32
     scaled = torch.tensor([[0.0, gap], [0.0, 0.0]])  # query 0 sees key 0; key 1 is its future
     renormalised = _zero_and_renormalise(scaled)
     visible = torch.softmax(scaled, dim=-1)[0, 0].item()
@@ -303,6 +305,67 @@ def test_renormalising_subnormal_weights_is_finite_but_wrong_between_gaps_87_and
         assert error > least[gap]
     else:
         assert renormalised.isnan().all()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "finite", "nan"), [(torch.float16, 17.0, 17.4), (torch.bfloat16, 92.0, 92.9)]
+)
+def test_renormalising_weights_stored_in_16_bits_fails_at_smaller_gaps(dtype, finite, nan):
+    """Lecture 01: weights stored in float16 (normal numbers end at e^-9.70) renormalise to
+    0.5 and 0.5 at a gap of 17 and to NaN past 17.33 = -log(half the smallest subnormal);
+    bfloat16 (float32's range, 7 mantissa bits) is NaN past 92.88, float32 only past 103.97.
+    The -inf way stays right in every dtype."""
+    info = torch.finfo(dtype)
+    assert -math.log(info.tiny * info.eps / 2) == pytest.approx(nan, abs=0.1)
+    future = torch.tensor([False, False, True])
+    right = torch.softmax(torch.tensor([0.0, 0.3]), dim=-1).to(dtype)
+    for gap in (finite, nan):
+        row = torch.tensor([0.0, 0.3, 0.3 + gap])  # (num_keys,), float32
+        full = torch.softmax(row, dim=-1)[:2]
+        assert torch.isfinite(full / full.sum()).all()  # float32 is fine at both gaps
+        stored = full.to(dtype)
+        renormalised = stored / stored.sum()
+        with_inf = torch.softmax(row.masked_fill(future, -torch.inf), dim=-1)[:2].to(dtype)
+        assert torch.equal(with_inf, right)
+        if gap == finite:
+            assert renormalised.tolist() == [0.5, 0.5]
+        else:
+            assert renormalised.isnan().all()
+
+
+def test_a_finite_fill_must_fit_the_scores_dtype():
+    """Lecture 01: -1e9 is a valid fill in float32 and bfloat16 (stored as -998244352) but
+    overflows float16 (most negative -65504); torch.finfo(dtype).min fits every dtype and,
+    before the softmax, gives the visible keys their right weights."""
+    future = torch.tensor([False, False, True])
+    assert torch.zeros(3).masked_fill(future, -1e9)[2].item() == -1e9
+    assert torch.zeros(3, dtype=torch.bfloat16).masked_fill(future, -1e9)[2].item() == -998244352
+    with pytest.raises(RuntimeError, match="Half without overflow"):
+        torch.zeros(3, dtype=torch.float16).masked_fill(future, -1e9)
+    assert torch.finfo(torch.float16).min == -65504
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        scores = torch.tensor([0.0, 0.3, 50.0], dtype=dtype)
+        weights = torch.softmax(scores.masked_fill(future, torch.finfo(dtype).min), dim=-1)
+        assert weights[2] == 0
+        torch.testing.assert_close(
+            weights[:2].float(), torch.tensor([0.42556, 0.57444]), atol=5e-3, rtol=0
+        )
+
+
+def test_a_non_persistent_buffer_moves_but_stays_out_of_the_state_dict():
+    """Lecture 01: a buffer is in the state_dict by default; persistent=False leaves it out
+    (it still moves with the module). CausalAttention's mask is persistent, so a checkpoint of
+    context_length 6 does not load into a module of context_length 8."""
+    module = nn.Module()
+    module.register_buffer("mask", causal_mask(4), persistent=False)
+    module.register_buffer("kept", causal_mask(4))
+    moved = module.to("meta")
+    assert moved.mask.device.type == "meta"
+    assert list(moved.state_dict()) == ["kept"]
+    short, long = CausalAttention(3, 2, 6, 0.0), CausalAttention(3, 2, 8, 0.0)
+    assert "mask" in short.state_dict()
+    with pytest.raises(RuntimeError, match="size mismatch for mask"):
+        long.load_state_dict(short.state_dict())
 
 
 def test_a_fully_hidden_row_is_nan_with_inf_and_uniform_with_minus_1e9():

@@ -216,3 +216,16 @@ def test_sdpa_accepts_the_documented_mask_shapes(shape):
     mask = torch.zeros(shape, dtype=torch.bool)
     context, _ = scaled_dot_product_attention(q, q, q, mask=mask)
     assert torch.allclose(context, scaled_dot_product_attention(q, q, q)[0])
+
+
+def test_sdpa_takes_a_3d_mask_for_3d_scores_but_not_for_4d():
+    """07: "accepts no 3-D mask for 4-D (multi-head) scores: it wants the mask at the scores'
+    rank, or 2-D". With 3-D scores a (b, 1, num_keys) padding mask is the scores' rank."""
+    mask = padding_mask([5, 3], 5)[:, 0]  # (b, 1, num_keys)
+    q3 = torch.randn(2, 5, 4)  # (b, num_tokens, head_dim): 3-D scores
+    _, weights = scaled_dot_product_attention(q3, q3, q3, mask=mask)
+    assert weights.shape == (2, 5, 5)
+    assert (weights[1, :, 3:] == 0).all() and (weights[0] > 0).all()
+    q4 = torch.randn(2, 2, 5, 4)  # (b, num_heads, num_tokens, head_dim): 4-D scores
+    with pytest.raises(ValueError, match="rank-4 mask"):
+        scaled_dot_product_attention(q4, q4, q4, mask=mask)

@@ -1602,20 +1602,57 @@ CLAIMS = [
         r"that give it: \d+: \[.*\b(859)\b",
     ),
     ("04_stepwise_reshape", "among 0 to 1999", "1999", 0, r"seeds 0 to (\d+) that give it"),
-    # 04: one score, two BLAS code paths, on the machine that executed the notebook
+    # 04: one score from two BLAS code paths' projections, on the machine that executed it
     (
         "04_stepwise_reshape",
-        "they print `-294.6535` and",
+        "`-294.6535` and `-294.6534`: same CPU",
         "-294.6535",
         4,
-        r"own code paths .*: (-[\d.]+)",
+        r"score from this CPU's own code paths: (-[\d.]+)",
     ),
     (
         "04_stepwise_reshape",
-        "and `-294.6534`: same CPU",
+        "`-294.6535` and `-294.6534`: same CPU",
         "-294.6534",
         4,
-        r"COMPATIBLE .*: (-[\d.]+)",
+        r"score from MKL_CBWR=COMPATIBLE: +(-[\d.]+)",
+    ),
+    # 04: a seed that reproduces the printout also drops a visible weight too small to print
+    (
+        "04_stepwise_reshape",
+        'on "The", 3.1e-22',
+        "3.1e-22",
+        23,
+        r"seed 207 also drops head 1, query 'Smiles' on key 'The', weight ([\d.e-]+)\n",
+    ),
+    # 04, Part 5: the wrong split lets later tokens move earlier outputs
+    (
+        "04_stepwise_reshape",
+        "moves output token 1 by up to 0.2908",
+        "0.2908",
+        4,
+        r"after token 1 changed, reshape alone *: output token 1 moves ([\d.]+)",
+    ),
+    (
+        "04_stepwise_reshape",
+        "moves output token 2 by up to 0.1077",
+        "0.1077",
+        4,
+        r"after token 2 changed, reshape alone *: output token 2 moves ([\d.]+)",
+    ),
+    (
+        "04_stepwise_reshape",
+        "with the right split both stay 0.0000",
+        "0.0000",
+        4,
+        r"after token 1 changed, view \+ transpose: output token 1 moves ([\d.]+)",
+    ),
+    (
+        "04_stepwise_reshape",
+        "with the right split both stay 0.0000",
+        "0.0000",
+        4,
+        r"after token 2 changed, view \+ transpose: output token 2 moves ([\d.]+)",
     ),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.025", 3, r"\n +1 \| +[\d.]+ +([\d.]+)"),
     ("02_multihead_wrapper", "from 0.025 to 0.326", "0.326", 3, r"\n +64 \| +[\d.]+ +([\d.]+)"),
@@ -4452,6 +4489,112 @@ def test_04_bit_identity_claim_is_the_stored_one():
     cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
     text = "\n".join(nearby_outputs(cells, "executed this notebook it printed `True`"))
     assert re.findall(r"bit-identical on this machine: (\w+)\n", text) == ["True"]
+
+
+def test_04_projections_differ_between_the_two_paths_in_the_stored_run():
+    """04: "the two pairs are not the same bit for bit": the stored output of the cell that
+    computes both scores from the two processes' queries and keys (nbval does not compare it)."""
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "the two pairs are not the same bit for bit"))
+    assert re.findall(r"their queries and keys the same bit for bit: (\w+)\n", text) == ["False"]
+
+
+def test_04_seed_207_drops_the_query_smiles_on_the_key_the():
+    """04: seed 207 "also drops ... head 1's weight of "Smiles" on "The", 3.1e-22": query
+    "Smiles" (row 3) on key "The" (column 1), a visible weight; the reversed reading, query
+    "The" on key "Smiles", is a hidden one. Recomputed from the draws and the package."""
+    from torch import nn
+
+    from attn_course import data
+    from attn_course.attention import causal_mask
+
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, 'on "The", 3.1e-22'))
+    extra = re.findall(r"  seed (\d+) also drops head (\d), query '(\w+)' on key '(\w+)'", text)
+    assert extra == [("207", "1", "Smiles", "The")]
+    assert "every one drops the printout's two" in text
+    torch.manual_seed(207)
+    kept = nn.Dropout(p=0.1)(torch.ones(1, 2, 3, 3))  # (b, num_heads, query, key)
+    mask = causal_mask(3)  # True = hidden, (query, key)
+    visible_drops = [hqk for _, *hqk in (kept == 0).nonzero().tolist() if not mask[hqk[1], hqk[2]]]
+    assert [0, 2, 0] in visible_drops and not mask[2, 0] and mask[0, 2]
+    x = data.example("kid").batch()  # (b, num_tokens, d_in)
+    torch.manual_seed(0)
+    Wq, Wk = torch.randn(6, 6).double(), torch.randn(6, 6).double()
+    queries, keys = (x.double() @ Wq)[0, :, :3], (x.double() @ Wk)[0, :, :3]  # head 1
+    scores = (queries @ keys.T / 3**0.5).masked_fill(mask, -torch.inf)  # (query, key)
+    weights = torch.softmax(scores, dim=-1)
+    assert f"{weights[2, 0]:.1e}" == "3.1e-22"  # query "Smiles", key "The"
+    assert weights[0, 2] == 0  # the reversed reading
+
+
+def test_04_wrong_split_lets_later_tokens_move_earlier_outputs():
+    """04, Part 5: with reshape for the split and the correct merge_heads, changing only later
+    tokens moves an earlier token's output (the future leaks into the past); with view +
+    transpose it does not. Recomputed from the package, also in the normal direction (an
+    earlier token moves later outputs under both splits), which would not tell them apart."""
+    from attn_course import data
+    from attn_course.attention import (
+        MultiHeadAttention,
+        causal_mask,
+        merge_heads,
+        scaled_dot_product_attention,
+        split_heads,
+    )
+
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "moves output token 1 by up to 0.2908"))
+    head2 = re.search(r"wrong: head 2 =\n tensor\(\[\[(\d+), (\d+), (\d+)\]", text).groups()
+    assert head2 == ("13", "14", "15")  # token 2's features 3-5 in head 2's first row
+    labels = (10 * torch.arange(3)[:, None] + torch.arange(6)).unsqueeze(0)  # (b, tokens, d_out)
+    assert merge_heads(labels.reshape(1, 2, 3, 3))[0, 0].tolist() == [0, 1, 2, 13, 14, 15]
+
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(d_in=6, d_out=6, context_length=3, dropout=0.0, num_heads=2)
+    batch = data.example("rows").batch(copies=2)  # (b, num_tokens, d_in)
+
+    def attend(split, inputs):
+        q, k, v = (split(f(inputs)) for f in (mha.W_query, mha.W_key, mha.W_value))
+        context_vec, _ = scaled_dot_product_attention(q, k, v, causal_mask(3))
+        return mha.out_proj(merge_heads(context_vec))
+
+    def right(t):
+        return split_heads(t, num_heads=2)
+
+    def wrong(t):
+        return t.reshape(2, 2, 3, 3)
+
+    with torch.no_grad():
+        for t in (1, 2):
+            later = batch.clone()
+            later[:, t:] += 1.0  # only the tokens after token t
+            assert torch.allclose(
+                attend(right, later)[:, :t], attend(right, batch)[:, :t], atol=1e-6
+            )
+            moved = (attend(wrong, later) - attend(wrong, batch))[:, t - 1].abs().max()
+            assert moved > 0.05
+            assert re.search(
+                rf"after token {t} changed, reshape alone *: output token {t} "
+                rf"moves {moved:.4f}",
+                text,
+            )
+            earlier = batch.clone()
+            earlier[:, :t] += 1.0  # the normal direction: a past token moves later outputs
+            for split in (right, wrong):
+                assert not torch.allclose(attend(split, earlier)[:, t], attend(split, batch)[:, t])
+
+
+def test_04_package_masks_before_scaling_and_ends_with_out_proj():
+    """04: the package's forward "masks before scaling ... and ends with an output projection
+    `out_proj`", whereas Part 1 scales, then masks: read from the printed forward and Part 1's
+    step 5 cell, in that order (the reversed reading would fail)."""
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    outputs = nearby_outputs(cells, "It masks before scaling, as the lecture notes do")
+    forward = next(text for text in outputs if "def forward" in text)
+    assert forward.index("masked_fill_") < forward.index("** 0.5")
+    assert forward.rstrip().splitlines()[-1].strip().startswith("return self.out_proj(")
+    step5 = next(c.source for c in cells if c.get("id") == "04-017")
+    assert step5.index("scaled = attn_scores /") < step5.index("masked = scaled.masked_fill")
 
 
 def test_01_untrained_head_on_larger_inputs_reads_query_rows():

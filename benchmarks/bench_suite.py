@@ -8,7 +8,8 @@ The groups:
 
 - unit: the tests not marked slow or browser (what `make test-fast` runs);
 - grader and slow: the tests marked slow (kernels, the grade command, training, mypy, ...);
-- browser: the tests marked browser (JupyterLab and Chromium);
+- browser: the tests marked browser (JupyterLab and Chromium), the class test aside (it runs
+  in `make test-class`: a JupyterHub, three students, about 100 CPU-seconds);
 - nbval: every lecture and solution notebook under strict nbval, as on another machine.
 
 The share column is each group's part of the total: the next change to the suite sees what it
@@ -28,10 +29,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "nbval-sanitize.cfg"]
+NOT_CLASS = ["--ignore=tests/test_class_hub.py"]  # `make test-class`, not `make test`
 GROUPS = {
-    "unit": ["-m", "not slow and not browser", "tests"],
-    "grader and slow": ["-m", "slow and not browser", "tests"],
-    "browser": ["-m", "browser", "tests"],
+    "unit": ["-m", "not slow and not browser", *NOT_CLASS, "tests"],
+    "grader and slow": ["-m", "slow and not browser", *NOT_CLASS, "tests"],
+    "browser": ["-m", "browser", *NOT_CLASS, "tests"],
     "nbval": [*NBVAL, "notebooks", "solutions"],
 }
 

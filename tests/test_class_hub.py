@@ -1,4 +1,5 @@
-"""A class on a real JupyterHub, end to end, in Chromium (issue 27; README, "Running a class").
+"""A class on a real JupyterHub, end to end, in Chromium (issue 27; README, "Running a class";
+`make test-class` runs it, and `.ci/run` after `make test`).
 
 The class server of ``classroom/`` on the loopback: JupyterHub from the class venv
 (``make class-venv``), configurable-http-proxy from ``classroom/node_modules``
@@ -193,7 +194,7 @@ def klass() -> Iterator[Class]:
     for needed, how in ((CLASS_VENV / "bin" / "jupyterhub", "make class-venv"),
                         (PROXY, "make class-proxy")):  # fmt: skip
         if not needed.exists():
-            pytest.fail(f"{needed} is missing: `{how}` installs it (make test does)")
+            pytest.fail(f"{needed} is missing: `{how}` installs it (make test-class does)")
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     ARTIFACTS.mkdir(parents=True)
     the_class = Class()

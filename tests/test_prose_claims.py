@@ -1334,7 +1334,7 @@ CLAIMS = [
         3,
         r"\n +5 \| .*\[(?:\S+ ){3}([\d.]+),",
     ),
-    ("01_causal_attention", "(gaps up to 38.48)", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
+    ("01_causal_attention", "up to 38.48 apart in a row", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
     ("01_causal_attention", "it puts 1.000 on", "1.000", 3, r"\n +20 \| .*\[(?:\S+ ){3}([\d.]+),"),
     # 01, the notes' head of "The Kid Smiles" is decisive by scale: query "Smiles"'s row
     (
@@ -4660,6 +4660,47 @@ def test_01_untrained_head_on_larger_inputs_reads_query_rows():
         assert row != [round(w, 3) for w in weights[:, 5].tolist()]  # the reversed reading
     assert printed[20].index(max(printed[20])) == 3  # "work", the fourth token
     assert min(printed[5]) == printed[5][2] and max(printed[5]) == printed[5][3]
+
+
+def test_01_class_creates_query_key_value_in_section_1s_order():
+    """01 §6: "the same seed creates the same three `nn.Linear(3, 2)` in the same order as
+    section 1 (query, key, value), so `ca` holds exactly section 1's weights": under seed 123
+    the class's W_query, W_key, W_value are the first, second and third Linear drawn; a class
+    that made the keys first would hold the first draw in W_key instead."""
+    from torch import nn
+
+    from attn_course.attention import CausalAttention
+
+    torch.manual_seed(123)
+    drawn = [nn.Linear(3, 2, bias=False).weight for _ in range(3)]  # query, key, value
+    torch.manual_seed(123)
+    ca = CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.0)
+    held = [ca.W_query.weight, ca.W_key.weight, ca.W_value.weight]
+    assert all(torch.equal(a, b) for a, b in zip(held, drawn, strict=True))
+    assert not torch.equal(ca.W_key.weight, drawn[0])  # the reversed (keys first) order
+
+
+def test_01_class_uses_the_top_left_corner_of_its_mask():
+    """01 §6: "an input of `num_tokens` tokens uses its top-left `num_tokens × num_tokens`
+    corner": a mark put in the bottom-right 6 x 6 corner of an 8 x 8 buffer, but outside the
+    top-left one, changes nothing for 6 tokens; read from the bottom-right corner it would hide
+    key 1 from query 5. A 9-token input is rejected."""
+    from attn_course import data
+    from attn_course.attention import CausalAttention, causal_mask
+
+    x = data.example("dream").batch()  # (1, 6, 3)
+    torch.manual_seed(123)
+    plain = CausalAttention(d_in=3, d_out=2, context_length=8, dropout=0.0)
+    plain(x)
+    marked = CausalAttention(d_in=3, d_out=2, context_length=8, dropout=0.0)
+    marked.load_state_dict(plain.state_dict())
+    marked.mask[7, 3] = True  # row 7 / column 3: inside mask[2:, 2:], outside mask[:6, :6]
+    marked(x)
+    assert torch.equal(marked.attn_weights, plain.attn_weights)
+    bottom_right = marked.mask[2:, 2:]  # the reversed reading
+    assert not torch.equal(bottom_right, causal_mask(6)) and bool(bottom_right[5, 1])
+    with pytest.raises(ValueError, match="num_tokens=9"):
+        plain(torch.zeros(1, 9, 3))
 
 
 def test_01_notes_head_is_read_along_the_query_row_of_smiles():

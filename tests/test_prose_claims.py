@@ -1528,6 +1528,20 @@ CLAIMS = [
         r"'aten::contiguous': (\d+)",
     ),
     (
+        "03_weight_split_mha",
+        "though the heads slider stops at 6",
+        "6",
+        0,
+        r"heads slider: 1 to (\d+)",
+    ),
+    (
+        "03_weight_split_mha",
+        "`d_out`, 7 included",
+        "7",
+        0,
+        r"Choose num_heads in \{1, (\d+)\}",
+    ),
+    (
         "05_transformer_blocks",
         "8,448 parameters apart",
         "8448",

@@ -25,11 +25,21 @@ import torch
 from .generation import GPTModel, generate
 from .lm import LM_CONFIGS, tokenizer, train_lm
 
-__all__ = ["LiveRun", "train_live", "stored_run", "SAMPLE_PROMPT", "SAMPLE_EVERY"]
+__all__ = [
+    "LiveRun",
+    "train_live",
+    "stored_run",
+    "SAMPLE_PROMPT",
+    "SAMPLE_TEMPERATURE",
+    "SAMPLE_SEED",
+    "SAMPLE_EVERY",
+]
 
 CONFIG = "small"
 SAMPLE_PROMPT = "ROMEO:\n"
 SAMPLE_CHARS = 100
+SAMPLE_TEMPERATURE = 0.8
+SAMPLE_SEED = 0  # one draw per checkpoint, always from this seed
 SAMPLE_EVERY = 100  # steps between two samples (a multiple of the config's eval_every)
 STORED = "live_run.json"
 
@@ -46,14 +56,17 @@ class LiveRun:
 
 
 @torch.no_grad()
-def sample_text(model: GPTModel, seed: int = 0) -> str:
-    """``SAMPLE_CHARS`` characters after ``SAMPLE_PROMPT`` at temperature 0.8 (portable draws)."""
+def sample_text(model: GPTModel, seed: int = SAMPLE_SEED) -> str:
+    """``SAMPLE_CHARS`` characters after ``SAMPLE_PROMPT`` at ``SAMPLE_TEMPERATURE`` (portable
+    draws)."""
     tok = tokenizer()
     prompt = torch.tensor([tok.encode(SAMPLE_PROMPT)])
     generator = torch.Generator().manual_seed(seed)
     was_training = model.training
     model.eval()
-    tokens, _ = generate(model, prompt, SAMPLE_CHARS, temperature=0.8, generator=generator)
+    tokens, _ = generate(
+        model, prompt, SAMPLE_CHARS, temperature=SAMPLE_TEMPERATURE, generator=generator
+    )
     model.train(was_training)
     return tok.decode(tokens[0, prompt.shape[1] :].tolist())
 

@@ -78,6 +78,8 @@ def draw_text_heads(weights: torch.Tensor, chars: str, titles: list[str], ncols:
         ax.set_yticks(y_ticks, labels=labels if left else [], fontsize=fontsize)
         ax.tick_params(length=0, pad=1)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    fig.supxlabel("keys (characters read)", fontsize=9)
+    fig.supylabel("queries", fontsize=9)
     return fig
 
 

@@ -99,3 +99,21 @@ def test_controls_redraw_and_bad_text_shows_the_tokenizer_message(model_and_toke
     explorer.controls["text"].value = "Café"
     assert "does not know the character(s) 'é'" in text_of(explorer.error)
     assert explorer.settings.text == LINE  # the picture stays as it was
+
+
+def test_draw_text_heads_puts_queries_on_rows_and_keys_on_columns():
+    import matplotlib.pyplot as plt
+
+    from attn_course.lm_views import draw_text_heads
+
+    chars = "abcd"
+    weights = torch.zeros(1, 4, 4)
+    weights[0, torch.arange(1, 4), torch.arange(3)] = 1.0  # query t reads key t - 1
+    weights[0, 0, 0] = 1.0
+    fig = draw_text_heads(weights, chars, ["previous"], ncols=1)
+    ax = fig.axes[0]
+    shown = torch.tensor(ax.images[0].get_array())  # row i of the image is drawn at y = i
+    assert torch.equal(shown, weights[0])  # below the diagonal: the transpose would sit above
+    assert fig.get_supylabel() == "queries"
+    assert fig.get_supxlabel() == "keys (characters read)"
+    plt.close(fig)

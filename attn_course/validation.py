@@ -94,10 +94,11 @@ def _mask_dtype(mask: torch.Tensor, name: str = "mask") -> None:
 def validate_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
     """``mask`` fits attention scores of shape (..., num_queries, num_keys), read one way only.
 
-    Accepted: a boolean (num_queries, num_keys) mask shared by every sequence and head, or a
-    mask of the scores' own rank whose every dim is 1 or the scores' dim. Any other rank is
-    refused, because broadcasting would align it from the right and could put a batch dim on
-    the heads (a (b, 1, num_keys) mask with b == num_heads) without an error.
+    Accepted: a boolean (num_queries or 1, num_keys) mask shared by every sequence and head, or
+    a mask of the scores' own rank whose last dim is num_keys and every other dim 1 or the
+    scores' dim. Any other rank is refused, because broadcasting would align it from the right
+    and could put a batch dim on the heads (a (b, 1, num_keys) mask with b == num_heads) without
+    an error.
     """
     _mask_dtype(mask)
     *lead, num_queries, num_keys = scores_shape
@@ -126,8 +127,9 @@ def validate_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
     raise ValueError(
         f"a mask of shape {shape} does not fit attention scores of shape "
         f"{tuple(scores_shape)} (..., num_queries, num_keys). Accepted: "
-        f"(num_queries, num_keys) = ({num_queries}, {num_keys}), or a rank-{len(scores_shape)} "
-        f"mask whose dims are each 1 or equal to {tuple(scores_shape)}.{advice}"
+        f"(num_queries or 1, num_keys) = ({num_queries} or 1, {num_keys}), or a "
+        f"rank-{len(scores_shape)} mask whose last dim is {num_keys} and other dims each 1 or "
+        f"equal to {tuple(scores_shape)}.{advice}"
     )
 
 

@@ -189,15 +189,26 @@ def test_batch_dim_never_lands_on_the_heads():
 
 @pytest.mark.parametrize(
     "shape",
-    [(3, 1, 1, 5), (2, 1, 1, 4), (2, 3, 5, 5), (2, 1, 4, 5), (5,), (1, 2, 1, 1, 5)],
-    ids=["wrong-batch", "wrong-length", "wrong-heads", "wrong-queries", "rank-1", "rank-5"],
+    [(3, 1, 1, 5), (2, 1, 1, 4), (2, 1, 1, 1), (2, 3, 5, 5), (2, 1, 4, 5), (5,), (1, 2, 1, 1, 5)],
+    ids=[
+        "wrong-batch",
+        "wrong-length",
+        "length-1",
+        "wrong-heads",
+        "wrong-queries",
+        "rank-1",
+        "rank-5",
+    ],
 )
 def test_misfit_masks_raise_a_value_error_naming_the_accepted_shapes(shape):
     x = torch.randn(2, 5, 6)
     with pytest.raises(ValueError, match=r"(Accepted|rank 4).*"):
         _self_attention()(x, mask=torch.zeros(shape, dtype=torch.bool))
     q = torch.randn(2, 2, 5, 3)
-    with pytest.raises(ValueError, match=r"Accepted: \(num_queries, num_keys\) = \(5, 5\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Accepted: \(num_queries or 1, num_keys\) = \(5 or 1, 5\), .*last dim is 5",
+    ):
         scaled_dot_product_attention(q, q, q, mask=torch.zeros(shape, dtype=torch.bool))
 
 

@@ -1704,28 +1704,65 @@ CLAIMS = [
         "9.6 times for a head 64 times wider",
         "9.6",
         1,
-        r"\n +64 \| +[\d.]+ ± [\d.]+ [\d.]+ ± [\d.]+ +([\d.]+) +\d+ \|",
+        r"\n +64 \| +[\d.]+ ± [\d.]+ [\d.]+ ± [\d.]+ +([\d.]+) +[\d.]+ +\d+ \|",
     ),
     (
         "02_multihead_wrapper",
         "the √64 = 8 of a sum",
         "8",
         0,
-        r"\n +64 \| +[\d.]+ ± [\d.]+ [\d.]+ ± [\d.]+ +[\d.]+ +(\d+) \|",
+        r"\n +64 \| +[\d.]+ ± [\d.]+ [\d.]+ ± [\d.]+ +[\d.]+ +[\d.]+ +(\d+) \|",
+    ),
+    # 02, the root mean square over the 6,000 rows grows as √head_dim; the rows' sd / mean
+    (
+        "02_multihead_wrapper",
+        '(8.2 times, column "RMS',
+        "8.2",
+        1,
+        r"\n +64 \| +[\d.]+ ± [\d.]+ [\d.]+ ± [\d.]+ +[\d.]+ +([\d.]+) +\d+ \|",
     ),
     (
         "02_multihead_wrapper",
-        "(sd 0.0159 on a mean of 0.0296)",
-        "0.0159",
-        4,
-        r"\n +1 \| +[\d.]+ ± [\d.]+ [\d.]+ ± ([\d.]+) ",
+        "(sd / mean 0.83 over",
+        "0.83",
+        2,
+        r"sd / mean over the rows: ([\d.]+) \(head_dim 1\)",
     ),
     (
         "02_multihead_wrapper",
-        "(sd 0.0159 on a mean of 0.0296)",
-        "0.0296",
-        4,
-        r"\n +1 \| +[\d.]+ ± [\d.]+ ([\d.]+) ± ",
+        "against 0.50 at head_dim 64",
+        "0.50",
+        2,
+        r"sd / mean over the rows: .*, ([\d.]+) \(head_dim 64\)",
+    ),
+    (
+        "02_multihead_wrapper",
+        "1/6 = 0.167)",
+        "0.167",
+        3,
+        r"\(uniform ([\d.]+)\)",
+    ),
+    (
+        "02_multihead_wrapper",
+        "(uniform: 0.167)",
+        "0.167",
+        3,
+        r"\(uniform ([\d.]+)\)",
+    ),
+    # 02, d_out means one head's width in the wrapper, the total in MultiHeadAttention
+    (
+        "02_multihead_wrapper",
+        "`MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)` outputs 2",
+        "2",
+        0,
+        r"MultiHeadAttention \(1, 6, (\d+)\)",
+    ),
+    (
+        "02_multihead_wrapper",
+        "`MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)` outputs 4",
+        "4",
+        0,
+        r"output shapes, d_out=2, num_heads=2: wrapper \(1, 6, (\d+)\)",
     ),
     # 02, why the untrained heads are near uniform; the swapped version digit for digit
     (
@@ -1836,14 +1873,14 @@ CLAIMS = [
     # 02, temperature table: "| mean ± sd, min to max | largest anywhere" per temperature
     (
         "02_multihead_wrapper",
-        "averages only 0.26 ± 0.023 over the seeds",
-        "0.26",
-        2,
+        "averages only 0.259 ± 0.023 over the seeds",
+        "0.259",
+        3,
         r"\n +0\.1 \| +([\d.]+) ± ",
     ),
     (
         "02_multihead_wrapper",
-        "averages only 0.26 ± 0.023 over the seeds",
+        "averages only 0.259 ± 0.023 over the seeds",
         "0.023",
         3,
         r"\n +0\.1 \| +[\d.]+ ± ([\d.]+),",
@@ -1857,14 +1894,14 @@ CLAIMS = [
     ),
     (
         "02_multihead_wrapper",
-        "favourite (0.72 ± 0.066 on average",
-        "0.72",
-        2,
+        "favourite (0.716 ± 0.066 on average",
+        "0.716",
+        3,
         r"\n +0\.01 \| +([\d.]+) ± ",
     ),
     (
         "02_multihead_wrapper",
-        "favourite (0.72 ± 0.066 on average",
+        "favourite (0.716 ± 0.066 on average",
         "0.066",
         3,
         r"\n +0\.01 \| +[\d.]+ ± ([\d.]+),",
@@ -5625,10 +5662,11 @@ def test_11_first_token_head_parks_early_as_section_5_prints():
 
 def test_02_mean_spread_outgrows_sqrt_head_dim_its_root_mean_square_does_not():
     """02: the mean unscaled spread within a row grows 9.6 times from head_dim 1 to 64, "a little
-    more than the √64 = 8": √head_dim is how the root mean square grows, and the mean sits
-    further below it where the values vary most, at head_dim 1. Read from the printed table
-    ("grown" is not-scaled over its head_dim-1 value, not the scaled column's growth), then
-    recomputed over the same 500 seeds in float64, row by row."""
+    more than the √64 = 8": √head_dim is how the root mean square grows ("RMS grown", 8.2),
+    and the mean sits further below it where the rows' stds vary most (sd / mean 0.83 at
+    head_dim 1 against 0.50 at 64, over the 6,000 rows, not over the seeds' means). Read from
+    the printed table ("grown" is not-scaled over its head_dim-1 value, not the scaled column's
+    growth), then recomputed over the same 500 seeds in float64, row by row."""
     from attn_course import data
     from attn_course.attention import MultiHeadAttentionWrapper
 
@@ -5637,15 +5675,20 @@ def test_02_mean_spread_outgrows_sqrt_head_dim_its_root_mean_square_does_not():
     rows = {
         int(head_dim): [float(v) for v in numbers]
         for head_dim, *numbers in re.findall(
-            r"\n +(\d+) \| +([\d.]+) ± ([\d.]+) ([\d.]+) ± ([\d.]+) +([\d.]+) +\d+ \|", text
+            r"\n +(\d+) \| +([\d.]+) ± ([\d.]+) ([\d.]+) ± ([\d.]+) +([\d.]+) +([\d.]+) +\d+ \|",
+            text,
         )
     }
     assert sorted(rows) == [1, 4, 16, 64]
-    for head_dim, (scaled, _, raw, raw_sd, grown) in rows.items():
+    for head_dim, (scaled, _, raw, _, grown, _) in rows.items():
         assert grown == pytest.approx(raw / rows[1][2], abs=0.06)  # not-scaled over head_dim 1
         assert scaled == pytest.approx(raw / head_dim**0.5, abs=1e-4)
-        assert raw_sd / raw < rows[1][3] / rows[1][2] or head_dim == 1  # varies most at 1
     assert rows[64][0] / rows[1][0] < 2 < rows[64][4]  # the reversed reading of "grown"
+    cv = {
+        int(h): float(v)
+        for v, h in re.findall(r"([\d.]+) \(head_dim (\d+)\)", text.split("sd / mean over")[1])
+    }
+    assert sorted(cv) == [1, 4, 16, 64] and max(cv, key=cv.get) == 1  # the rows vary most at 1
 
     x = data.example("dream").batch()[0].double()  # (num_tokens, d_in)
     spreads = {}
@@ -5663,4 +5706,42 @@ def test_02_mean_spread_outgrows_sqrt_head_dim_its_root_mean_square_does_not():
     mean_growth = float(spreads[64].mean() / spreads[1].mean())
     rms_growth = float((spreads[64].square().mean() / spreads[1].square().mean()).sqrt())
     assert mean_growth == pytest.approx(rows[64][4], abs=0.06)
+    assert rms_growth == pytest.approx(rows[64][5], abs=0.06)  # the printed "RMS grown"
     assert abs(rms_growth - 8) < 0.5 < mean_growth - 8  # the root mean square follows √64
+    for head_dim in (1, 64):  # sd / mean over the 6,000 rows, not over the seeds' means
+        rows_cv = spreads[head_dim].std(correction=0) / spreads[head_dim].mean()
+        assert float(rows_cv) == pytest.approx(cv[head_dim], abs=0.006)
+    per_seed = {h: spreads[h].view(500, 12).mean(dim=1) for h in (1, 64)}
+    seeds_cv = {h: float(v.std() / v.mean()) for h, v in per_seed.items()}
+    assert abs(seeds_cv[1] - cv[1]) > 0.2  # the seeds' spread (0.0159 / 0.0296) is another one
+
+
+def test_02_temperature_is_scaling_w_query_not_a_part_of_attention():
+    """02: "dividing the scores by T is the same as scaling `W_query` by 1/T": a head whose
+    W_query is scaled by 1/T has the weights of softmax(scores / T); scaling W_value instead
+    leaves the weights alone. And "`d_out` must be divisible by `num_heads`, else a ValueError;
+    the wrapper accepts any `d_out`"."""
+    from attn_course import data
+    from attn_course.attention import MultiHeadAttention, MultiHeadAttentionWrapper
+
+    x = data.example("dream").batch()  # (1, 6, 3)
+    temperature = 0.1
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        head = MultiHeadAttentionWrapper(3, 4, 6, 0.0, num_heads=1).heads[0]
+        head(x)
+        plain = head.attn_weights
+        scores = head.W_query(x) @ head.W_key(x).transpose(1, 2) / 4**0.5  # (1, query, key)
+        masked = scores.masked_fill(torch.ones(6, 6).triu(1).bool(), -torch.inf)
+        want = torch.softmax(masked / temperature, dim=-1)
+        head.W_value.weight /= temperature
+        head(x)
+        assert torch.allclose(head.attn_weights, plain)  # W_value: no temperature
+        head.W_value.weight *= temperature
+        head.W_query.weight /= temperature
+        head(x)
+        assert torch.allclose(head.attn_weights, want, atol=1e-6)
+        assert not torch.allclose(plain, want, atol=1e-2)
+        with pytest.raises(ValueError, match="not divisible by num_heads"):
+            MultiHeadAttention(3, 5, 6, 0.0, num_heads=2)
+        assert MultiHeadAttentionWrapper(3, 5, 6, 0.0, num_heads=2)(x).shape == (1, 6, 10)

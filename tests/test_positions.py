@@ -29,6 +29,17 @@ def test_rope_rotates_each_interleaved_pair_by_position_times_frequency():
             assert got[m, 2 * i + 1].item() == pytest.approx(x0 * s + x1 * c, abs=1e-6)
 
 
+def test_rope_turns_the_opposite_way_to_the_shift_matrix():
+    """08 §2: in the course's pair layout R_m = M_mᵀ (the sinusoidal table stores (sin, cos)):
+    apply_rope at position m is x @ shift_matrix(m) (row vectors), not M_m x."""
+    x = torch.randn(5, 64, dtype=torch.float64)
+    for m in (1, 3, 9):
+        rotated = apply_rope(x, start=m)[0]  # the first token stands at position m
+        shift = shift_matrix(m, 64).double()  # M_m
+        torch.testing.assert_close(rotated, shift.T @ x[0])
+        assert not torch.allclose(rotated, shift @ x[0], atol=1e-3)
+
+
 def test_rope_keeps_norms_and_leaves_position_zero_alone():
     x = torch.randn(2, 4, 16, 32)
     rotated = apply_rope(x)

@@ -9,6 +9,7 @@ as the prose rounds it, differs from the stated figure.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import nbformat
@@ -3984,6 +3985,13 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
+        "43.8 at 128",
+        "43.8",
+        1,
+        r"\n +128(?: +[\d,]+){2} +[\d.]+x +[\d,]+ +[\d,]+ +([\d.]+)x",
+    ),
+    (
+        "09_generation_kv_cache",
         "51.0 at 512",
         "51.0",
         1,
@@ -4791,6 +4799,37 @@ def test_kv_cache_timing_claims_hold_for_the_stored_run():
     assert abs(per_position - (window - one) / 127) < 0.001
     further = int(re.search(r"costs as much as (\d+) further positions", timed).group(1))
     assert abs(further - one / ((window - one) / 127)) < 1
+
+
+def test_09_windowed_ratio_swings_with_the_restart_cycle():
+    """09 §3: with unlimited context the ratio of positions "nearly doubles" with N (less than
+    double); under the 128-character window it swings up and down around one cycle's ratio,
+    period 65 steps, the swings shrinking: 128, 256 and 512 new tokens are points on the swing
+    (512 lies above the cycle's ratio, 128 and 256 below), not a trend that falls towards it."""
+    from attn_course.generation import positions_processed
+
+    prompt, context = 7, 128
+    period = context // 2 + 1
+
+    def ratio(n: int, context: int = context) -> float:
+        return positions_processed(prompt, n, context, False) / positions_processed(
+            prompt, n, context, True
+        )
+
+    unlimited = [ratio(n, prompt + n) for n in (16, 32, 64, 128, 256, 512)]
+    steps = [b / a for a, b in itertools.pairwise(unlimited)]
+    assert all(1.75 < step < 2 for step in steps), steps
+    cycle = [
+        positions_processed(prompt, 1000 + period, context, use_cache)
+        - positions_processed(prompt, 1000, context, use_cache)
+        for use_cache in (False, True)
+    ]
+    settled = cycle[0] / cycle[1]
+    early = [ratio(n) for n in range(123, 123 + period)]
+    late = [ratio(n) for n in range(2000, 2000 + period)]
+    assert min(early) < settled < max(early) and min(late) < settled < max(late)
+    assert max(late) - min(late) < (max(early) - min(early)) / 4
+    assert ratio(128) < ratio(256) < settled < ratio(512)
 
 
 def test_00_tables_are_the_four_the_prose_counts():

@@ -3985,6 +3985,20 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
+        "one at distinct-2 = 0.5 exactly is not counted",
+        "0.5",
+        4,
+        r"distinct-2 ([\d.]+), loops: False",
+    ),
+    (
+        "09_generation_kv_cache",
+        "one at 0.47 is,",
+        "0.47",
+        2,
+        r"distinct-2 ([\d.]+), loops: True",
+    ),
+    (
+        "09_generation_kv_cache",
         "43.8 at 128",
         "43.8",
         1,
@@ -4830,6 +4844,24 @@ def test_09_windowed_ratio_swings_with_the_restart_cycle():
     assert min(early) < settled < max(early) and min(late) < settled < max(late)
     assert max(late) - min(late) < (max(early) - min(early)) / 4
     assert ratio(128) < ratio(256) < settled < ratio(512)
+
+
+def test_09_loop_rule_edge_texts_are_the_two_of_top_p():
+    """09 §2: "two texts of top-p sit at the edge of the loop rule ... one at distinct-2 = 0.5
+    exactly is not counted, one at 0.47 is, so ... 4 or 6 of its 16 texts as loops, not 5":
+    the texts printed within 0.05 of the rule are top-p's only, one on each side, each counted
+    as the rule says (below 0.5 loops), and top-p's table row counts 5 of 16."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    printed = "\n".join(nearby_outputs(cells, "one at 0.47 is,"))
+    edge = printed.split("texts within 0.05 of the loop rule")[1]
+    found = re.findall(r"\n(.+?) +'.*' +seed \d+: distinct-2 ([\d.]+), loops: (True|False)", edge)
+    assert [name for name, _, _ in found] == ["T = 0.8, top-p 0.9"] * 2, found
+    assert sorted(looped for _, _, looped in found) == ["False", "True"]
+    for _, distinct_2, looped in found:
+        assert (float(distinct_2) < 0.5) == (looped == "True")
+        assert abs(float(distinct_2) - 0.5) < 0.05
+    table = "\n".join(nearby_outputs(cells, "loops in 5 of 16"))
+    assert re.search(r"top-p 0\.9 +5/16", table)
 
 
 def test_00_tables_are_the_four_the_prose_counts():

@@ -9,6 +9,7 @@ as the prose rounds it, differs from the stated figure.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import nbformat
@@ -4161,6 +4162,27 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
+        "one at distinct-2 = 0.5 exactly is not counted",
+        "0.5",
+        4,
+        r"distinct-2 ([\d.]+), loops: False",
+    ),
+    (
+        "09_generation_kv_cache",
+        "one at 0.47 is,",
+        "0.47",
+        2,
+        r"distinct-2 ([\d.]+), loops: True",
+    ),
+    (
+        "09_generation_kv_cache",
+        "43.8 at 128",
+        "43.8",
+        1,
+        r"\n +128(?: +[\d,]+){2} +[\d.]+x +[\d,]+ +[\d,]+ +([\d.]+)x",
+    ),
+    (
+        "09_generation_kv_cache",
         "51.0 at 512",
         "51.0",
         1,
@@ -5193,6 +5215,55 @@ def test_kv_cache_timing_claims_hold_for_the_stored_run():
     assert abs(per_position - (window - one) / 127) < 0.001
     further = int(re.search(r"costs as much as (\d+) further positions", timed).group(1))
     assert abs(further - one / ((window - one) / 127)) < 1
+
+
+def test_09_windowed_ratio_swings_with_the_restart_cycle():
+    """09 §3: with unlimited context the ratio of positions "nearly doubles" with N (less than
+    double); under the 128-character window it swings up and down around one cycle's ratio,
+    period 65 steps, the swings shrinking: 128, 256 and 512 new tokens are points on the swing
+    (512 lies above the cycle's ratio, 128 and 256 below), not a trend that falls towards it."""
+    from attn_course.generation import positions_processed
+
+    prompt, context = 7, 128
+    period = context // 2 + 1
+
+    def ratio(n: int, context: int = context) -> float:
+        return positions_processed(prompt, n, context, False) / positions_processed(
+            prompt, n, context, True
+        )
+
+    unlimited = [ratio(n, prompt + n) for n in (16, 32, 64, 128, 256, 512)]
+    steps = [b / a for a, b in itertools.pairwise(unlimited)]
+    assert all(1.75 < step < 2 for step in steps), steps
+    cycle = [
+        positions_processed(prompt, 1000 + period, context, use_cache)
+        - positions_processed(prompt, 1000, context, use_cache)
+        for use_cache in (False, True)
+    ]
+    settled = cycle[0] / cycle[1]
+    early = [ratio(n) for n in range(123, 123 + period)]
+    late = [ratio(n) for n in range(2000, 2000 + period)]
+    assert min(early) < settled < max(early) and min(late) < settled < max(late)
+    assert max(late) - min(late) < (max(early) - min(early)) / 4
+    assert ratio(128) < ratio(256) < settled < ratio(512)
+
+
+def test_09_loop_rule_edge_texts_are_the_two_of_top_p():
+    """09 §2: "two texts of top-p sit at the edge of the loop rule ... one at distinct-2 = 0.5
+    exactly is not counted, one at 0.47 is, so ... 4 or 6 of its 16 texts as loops, not 5":
+    the texts printed within 0.05 of the rule are top-p's only, one on each side, each counted
+    as the rule says (below 0.5 loops), and top-p's table row counts 5 of 16."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    printed = "\n".join(nearby_outputs(cells, "one at 0.47 is,"))
+    edge = printed.split("texts within 0.05 of the loop rule")[1]
+    found = re.findall(r"\n(.+?) +'.*' +seed \d+: distinct-2 ([\d.]+), loops: (True|False)", edge)
+    assert [name for name, _, _ in found] == ["T = 0.8, top-p 0.9"] * 2, found
+    assert sorted(looped for _, _, looped in found) == ["False", "True"]
+    for _, distinct_2, looped in found:
+        assert (float(distinct_2) < 0.5) == (looped == "True")
+        assert abs(float(distinct_2) - 0.5) < 0.05
+    table = "\n".join(nearby_outputs(cells, "loops in 5 of 16"))
+    assert re.search(r"top-p 0\.9 +5/16", table)
 
 
 def test_00_tables_are_the_four_the_prose_counts():

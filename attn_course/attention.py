@@ -223,7 +223,8 @@ class MultiHeadAttentionWrapper(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head causal self-attention with one projection split into heads (lecture 03).
+    """Multi-head causal self-attention (lecture 03): one projection per role (``W_query``,
+    ``W_key``, ``W_value``), each split into heads, then ``out_proj`` mixes the heads.
 
     ``d_out`` is the total width; each head works on ``head_dim = d_out // num_heads``.
     After each forward pass ``self.attn_weights`` holds the weights used, detached:

@@ -149,6 +149,41 @@ def test_wrapper_equals_multihead_after_copying_weights(cls, case):
         torch.testing.assert_close(mha.attn_weights, wrapper.attn_weights, atol=ATOL, rtol=ATOL)
 
 
+def test_copied_heads_are_rows_of_the_weight_and_columns_of_the_papers_w():
+    """03, section 5 and further reading: head h owns ROWS h*head_dim:(h+1)*head_dim of
+    nn.Linear's stored (d_out, d_in) weight, i.e. the paper's W_i = weight.T (d_model, d_k) go
+    side by side as COLUMNS; out_proj becomes weight I and bias 0. d_in != d_out, so the reversed
+    stacking has another shape."""
+    d_in, head_dim, num_heads = 5, 3, 2
+    torch.manual_seed(7)
+    wrapper = MultiHeadAttentionWrapper(d_in, head_dim, 4, 0.0, num_heads)
+    mha = MultiHeadAttention(d_in, num_heads * head_dim, 4, 0.0, num_heads)
+    copy_wrapper_weights(wrapper, mha)
+    for name in ("W_query", "W_key", "W_value"):
+        stored = [getattr(head, name).weight for head in wrapper.heads]  # (head_dim, d_in) each
+        assert torch.equal(getattr(mha, name).weight, torch.cat(stored, dim=0))  # rows
+        assert torch.cat(stored, dim=1).shape != getattr(mha, name).weight.shape  # not columns
+        papers = [w.T for w in stored]  # W_i: (d_model, d_k) each
+        assert torch.equal(getattr(mha, name).weight.T, torch.cat(papers, dim=1))  # columns
+        assert torch.cat(papers, dim=0).shape != getattr(mha, name).weight.T.shape  # not rows
+    assert torch.equal(mha.out_proj.weight, torch.eye(num_heads * head_dim))
+    assert not mha.out_proj.bias.any()
+
+
+def test_an_out_proj_of_nn_linear_d_out_d_in_stores_the_transpose_of_w_o():
+    """03, section 3: nn.Linear(d_out, d_in) maps h*d_v = d_out features to d_model = d_in, as
+    the paper's W^O (h*d_v, d_model) does with x @ W^O; its weight has the transposed shape."""
+    d_in, d_out = 3, 4  # d_model = 3, h * d_v = 4
+    torch.manual_seed(0)
+    out_proj = nn.Linear(d_out, d_in)
+    assert out_proj.weight.shape == (d_in, d_out) != (d_out, d_in)
+    w_o = out_proj.weight.T  # (h * d_v, d_model), the paper's orientation
+    concat = torch.randn(2, 5, d_out)  # (b, num_tokens, h * d_v)
+    torch.testing.assert_close(out_proj(concat), concat @ w_o + out_proj.bias)
+    with pytest.raises(RuntimeError):
+        _ = concat @ out_proj.weight  # the weight is not W^O itself
+
+
 @pytest.mark.parametrize("source_cls, target_cls", [MHA_CLASSES, MHA_CLASSES[::-1]])
 @pytest.mark.parametrize("case", CASES)
 def test_state_dict_loads_across_mha_and_sdpa(source_cls, target_cls, case):

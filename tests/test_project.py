@@ -58,12 +58,14 @@ def test_ci_runs_the_readme_test_command_then_the_same_under_other_pythons():
     commands = [line for line in lines if line and not line.startswith("#")]
     runners = [c for c in commands if TEST_RUNNER.search(c)]
     assert runners[0] == readme_test_command, "CI starts with exactly the README's command"
-    again = [c for c in commands if c.startswith(readme_test_command)]
+    again = [c for c in commands if c.startswith(f"{readme_test_command} ")]
+    # the class on a real JupyterHub, right after the first run (README: `make test-class`)
+    assert commands[commands.index(runners[0]) + 1] == "make test-class"
     other_python = 'PYTHON="$python" VENV="$venvs/venv-$version"'
     # the first run did the grader's kernels, the attacks and the browser, and ran nbval as on
     # another machine; the others run nbval on their own CPU kernels
     once = """PYTEST_EXTRA='-m "not slow and not browser" --nbval-native'"""
-    assert again[1:] == [f"{readme_test_command} {other_python} {once}"]
+    assert again == [f"{readme_test_command} {other_python} {once}"]
 
 
 @pytest.mark.slow  # runs make, which probes every installed Python

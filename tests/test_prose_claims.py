@@ -1335,7 +1335,7 @@ CLAIMS = [
         3,
         r"\n +5 \| .*\[(?:\S+ ){3}([\d.]+),",
     ),
-    ("01_causal_attention", "(gaps up to 38.48)", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
+    ("01_causal_attention", "up to 38.48 apart in a row", "38.48", 2, r"\n +20 \| +([\d.]+) \|"),
     ("01_causal_attention", "it puts 1.000 on", "1.000", 3, r"\n +20 \| .*\[(?:\S+ ){3}([\d.]+),"),
     # 01, the notes' head of "The Kid Smiles" is decisive by scale: query "Smiles"'s row
     (
@@ -1529,6 +1529,20 @@ CLAIMS = [
         r"'aten::contiguous': (\d+)",
     ),
     (
+        "03_weight_split_mha",
+        "though the heads slider stops at 6",
+        "6",
+        0,
+        r"heads slider: 1 to (\d+)",
+    ),
+    (
+        "03_weight_split_mha",
+        "`d_out`, 7 included",
+        "7",
+        0,
+        r"Choose num_heads in \{1, (\d+)\}",
+    ),
+    (
         "05_transformer_blocks",
         "8,448 parameters apart",
         "8448",
@@ -1548,6 +1562,21 @@ CLAIMS = [
         "786432",
         0,
         r"learned table ([\d,]+), RoPE 0",
+    ),
+    # 04, step 4: one score and its reversed reading, both in head 1's printed scores
+    (
+        "04_stepwise_reshape",
+        'key "The" is -294.65 (row 2, column 1)',
+        "-294.65",
+        2,
+        r"attn_scores \(1, 2, 3, 3\) \n tensor\(\[\[\[\[[-\d., ]+\],\n +\[(-[\d.]+),",
+    ),
+    (
+        "04_stepwise_reshape",
+        'key "Kid" is -21.97 (row 1, column 2)',
+        "-21.97",
+        2,
+        r"attn_scores \(1, 2, 3, 3\) \n tensor\(\[\[\[\[[-\d.]+, +(-[\d.]+),",
     ),
     # 04: the scaling assumption, the row gaps that make the softmax one-hot, dropout's row sums
     (
@@ -1621,7 +1650,7 @@ CLAIMS = [
     # 04: a seed that reproduces the printout also drops a visible weight too small to print
     (
         "04_stepwise_reshape",
-        'on "The", 3.1e-22',
+        'on key "The", 3.1e-22',
         "3.1e-22",
         23,
         r"seed 207 also drops head 1, query 'Smiles' on key 'The', weight ([\d.e-]+)\n",
@@ -4519,9 +4548,9 @@ def test_bug_zoo_checklist_table_says_what_the_summary_says():
 
 def test_04_notes_stream_drops_only_a_hidden_future_weight():
     """04: "continuing their random stream ... drops no visible weight: it zeroes only head 2's
-    weight of "Kid" on "Smiles", a future key ... so every row sums to 1.111": the printed lines,
-    and the draws recomputed. Query "Kid" (row 2) on key "Smiles" (column 3) is hidden; the
-    reversed reading, query "Smiles" on key "Kid", would be a visible weight."""
+    weight of query "Kid" on key "Smiles", a future key ... so every row sums to 1.111": the
+    printed lines, and the draws recomputed. Query "Kid" (row 2) on key "Smiles" (column 3) is
+    hidden; the reversed reading, query "Smiles" on key "Kid", would be a visible weight."""
     import torch
     from torch import nn
 
@@ -4541,6 +4570,80 @@ def test_04_notes_stream_drops_only_a_hidden_future_weight():
     assert mask[1, 2] and not mask[2, 1]  # the reversed reading would drop a visible weight
 
 
+def test_04_scores_rows_are_queries_and_columns_keys():
+    """04, step 4: "row i, column j of a head's scores is query i · key j": head 1's printed
+    scores recomputed (float64) from the notes' inputs and weights; the reversed reading,
+    key i · query j, gives -21.97 where the printout has -294.65. The mask hides above the
+    diagonal, so it hides query "The" on key "Kid" (-21.97), not the reverse (step 5's future)."""
+    from attn_course import data
+    from attn_course.attention import causal_mask
+
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "rows are queries, columns are keys"))
+    matrix = re.search(r"attn_scores \(1, 2, 3, 3\) \n tensor\(\[\[(.*?)\]\],\n\n", text, re.S)
+    printed = torch.tensor(
+        [[float(v) for v in re.findall(r"-?[\d.]+", row)] for row in matrix.group(1).split("],")],
+        dtype=torch.float64,
+    )  # head 1, (query, key) as the prose reads it
+    assert printed[1, 0] == -294.65 and printed[0, 1] == -21.97
+    x = data.example("kid").batch()[0].double()  # (num_tokens, d_in)
+    torch.manual_seed(0)
+    Wq, Wk = torch.randn(6, 6).double(), torch.randn(6, 6).double()  # (d_in, d_out)
+    queries, keys = (x @ Wq)[:, :3], (x @ Wk)[:, :3]  # head 1, (num_tokens, head_dim)
+    scores = queries @ keys.T  # [i, j] = query i · key j
+    assert torch.allclose(printed, scores, rtol=0, atol=0.006)
+    assert not torch.allclose(printed, scores.T, rtol=0, atol=1.0)  # the reversed reading
+    mask = causal_mask(3)  # True = hidden
+    assert mask[0, 1] and not mask[1, 0]
+
+
+def test_04_contiguous_and_storage_claims_are_printed():
+    """04, Part 4: ".contiguous() returns the tensor itself when it is already contiguous", and
+    the storage helper's docstring (storage start shared by views, data_ptr() moved by the
+    offset): the printed lines, and the same facts recomputed on a view with an offset."""
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(
+        nearby_outputs(cells, "returns the tensor itself when it is already contiguous")
+    )
+    assert "contiguous() on a contiguous tensor returns the tensor itself: True\n" in text
+    text = "\n".join(nearby_outputs(cells, "which is what `is_contiguous() == False` means"))
+    assert "same storage start as labels: True | same data_ptr(): False\n" in text
+    labels = torch.arange(18).view(1, 3, 6)  # (b, num_tokens, d_out)
+    assert labels.contiguous() is labels
+    swapped = labels.view(1, 3, 2, 3).transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
+    assert swapped.contiguous().data_ptr() != swapped.data_ptr()  # not contiguous: a copy
+    view = labels[:, 1:]  # (b, num_tokens - 1, d_out), storage offset 6
+    assert view.untyped_storage().data_ptr() == labels.untyped_storage().data_ptr()
+    assert view.data_ptr() == labels.data_ptr() + 6 * labels.element_size()
+
+
+def test_04_vaswani_per_head_projections_are_rows_of_the_linear_weight():
+    """04, Further reading: the paper's per-head W_i^Q (d_model x d_k, x W convention) placed
+    one after another as columns are one projection x W; as rows of nn.Linear's stored
+    (d_out, d_in) weight they give the W_query whose split_heads head i is x W_i. The reversed
+    reading, the W_i's columns stored as the weight's columns, gives other heads."""
+    from attn_course.attention import MultiHeadAttention, split_heads
+
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    reading = next(c.source for c in cells if "## Further reading" in c.source)
+    assert "as rows of `nn.Linear`'s stored\n  `(d_out, d_in)` weight" in reading
+    assert "as columns in the paper's $x W$ convention" in reading
+    d_in, num_heads, head_dim = 6, 2, 3
+    torch.manual_seed(0)
+    per_head = [torch.randn(d_in, head_dim) for _ in range(num_heads)]  # W_i^Q, (d_in, head_dim)
+    x = torch.randn(1, 4, d_in)  # (b, num_tokens, d_in)
+    mha = MultiHeadAttention(d_in, num_heads * head_dim, 4, 0.0, num_heads=num_heads)
+    with torch.no_grad():
+        mha.W_query.weight.copy_(torch.cat([w.T for w in per_head], dim=0))  # rows, (d_out, d_in)
+        as_rows = split_heads(mha.W_query(x), num_heads)  # (b, num_heads, num_tokens, head_dim)
+        assert torch.equal(mha.W_query.weight.T, torch.cat(per_head, dim=1))  # columns of x W
+        mha.W_query.weight.copy_(torch.cat(per_head, dim=1))  # the reversed reading
+        as_columns = split_heads(mha.W_query(x), num_heads)
+    for i, w in enumerate(per_head):
+        assert torch.allclose(as_rows[:, i], x @ w, atol=1e-5)
+        assert not torch.allclose(as_columns[:, i], x @ w, atol=1e-2)
+
+
 def test_04_bit_identity_claim_is_the_stored_one():
     """04: "on the machine that executed this notebook it printed `True`": the stored output of
     the `torch.equal` cell beside it (nbval does not compare that cell; the prose quotes it)."""
@@ -4558,7 +4661,7 @@ def test_04_projections_differ_between_the_two_paths_in_the_stored_run():
 
 
 def test_04_seed_207_drops_the_query_smiles_on_the_key_the():
-    """04: seed 207 "also drops ... head 1's weight of "Smiles" on "The", 3.1e-22": query
+    """04: seed 207 "also drops ... head 1's weight of query "Smiles" on key "The", 3.1e-22": query
     "Smiles" (row 3) on key "The" (column 1), a visible weight; the reversed reading, query
     "The" on key "Smiles", is a hidden one. Recomputed from the draws and the package."""
     from torch import nn
@@ -4567,7 +4670,7 @@ def test_04_seed_207_drops_the_query_smiles_on_the_key_the():
     from attn_course.attention import causal_mask
 
     cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
-    text = "\n".join(nearby_outputs(cells, 'on "The", 3.1e-22'))
+    text = "\n".join(nearby_outputs(cells, 'on key "The", 3.1e-22'))
     extra = re.findall(r"  seed (\d+) also drops head (\d), query '(\w+)' on key '(\w+)'", text)
     assert extra == [("207", "1", "Smiles", "The")]
     assert "every one drops the printout's two" in text
@@ -4682,6 +4785,47 @@ def test_01_untrained_head_on_larger_inputs_reads_query_rows():
         assert row != [round(w, 3) for w in weights[:, 5].tolist()]  # the reversed reading
     assert printed[20].index(max(printed[20])) == 3  # "work", the fourth token
     assert min(printed[5]) == printed[5][2] and max(printed[5]) == printed[5][3]
+
+
+def test_01_class_creates_query_key_value_in_section_1s_order():
+    """01 §6: "the same seed creates the same three `nn.Linear(3, 2)` in the same order as
+    section 1 (query, key, value), so `ca` holds exactly section 1's weights": under seed 123
+    the class's W_query, W_key, W_value are the first, second and third Linear drawn; a class
+    that made the keys first would hold the first draw in W_key instead."""
+    from torch import nn
+
+    from attn_course.attention import CausalAttention
+
+    torch.manual_seed(123)
+    drawn = [nn.Linear(3, 2, bias=False).weight for _ in range(3)]  # query, key, value
+    torch.manual_seed(123)
+    ca = CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.0)
+    held = [ca.W_query.weight, ca.W_key.weight, ca.W_value.weight]
+    assert all(torch.equal(a, b) for a, b in zip(held, drawn, strict=True))
+    assert not torch.equal(ca.W_key.weight, drawn[0])  # the reversed (keys first) order
+
+
+def test_01_class_uses_the_top_left_corner_of_its_mask():
+    """01 §6: "an input of `num_tokens` tokens uses its top-left `num_tokens × num_tokens`
+    corner": a mark put in the bottom-right 6 x 6 corner of an 8 x 8 buffer, but outside the
+    top-left one, changes nothing for 6 tokens; read from the bottom-right corner it would hide
+    key 1 from query 5. A 9-token input is rejected."""
+    from attn_course import data
+    from attn_course.attention import CausalAttention, causal_mask
+
+    x = data.example("dream").batch()  # (1, 6, 3)
+    torch.manual_seed(123)
+    plain = CausalAttention(d_in=3, d_out=2, context_length=8, dropout=0.0)
+    plain(x)
+    marked = CausalAttention(d_in=3, d_out=2, context_length=8, dropout=0.0)
+    marked.load_state_dict(plain.state_dict())
+    marked.mask[7, 3] = True  # row 7 / column 3: inside mask[2:, 2:], outside mask[:6, :6]
+    marked(x)
+    assert torch.equal(marked.attn_weights, plain.attn_weights)
+    bottom_right = marked.mask[2:, 2:]  # the reversed reading
+    assert not torch.equal(bottom_right, causal_mask(6)) and bool(bottom_right[5, 1])
+    with pytest.raises(ValueError, match="num_tokens=9"):
+        plain(torch.zeros(1, 9, 3))
 
 
 def test_01_notes_head_is_read_along_the_query_row_of_smiles():

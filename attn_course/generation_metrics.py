@@ -39,6 +39,7 @@ __all__ = [
     "mean_and_std",
     "fisher_exact",
     "score_texts",
+    "summarize_texts",
     "compare_strategies",
     "format_scores",
     "STRATEGIES",
@@ -201,28 +202,14 @@ def score_texts(
     return scored
 
 
-def compare_strategies(
-    model: GPTModel,
-    tokenizer: Tokenizer,
-    prompts: Sequence[str],
-    known: set[str],
-    seeds: Iterable[int] = (0, 1, 2),
-    max_new_tokens: int = 300,
-    strategies: Mapping[str, Mapping[str, Any]] = STRATEGIES,
-) -> list[StrategyScores]:
-    """``score_texts``, summarised: each strategy's mean and spread over its texts.
-
-    A strategy that draws nothing (greedy) runs once per prompt: its scores are over
-    ``len(prompts)`` texts.
-    """
-    scored = score_texts(model, tokenizer, prompts, known, seeds, max_new_tokens, strategies)
+def summarize_texts(scored: Mapping[str, Sequence[TextScores]]) -> list[StrategyScores]:
+    """``score_texts``'s texts, summarised: each strategy's mean and spread over its texts."""
     rows = []
     for name, scores in scored.items():
         texts = [s.text for s in scores]
         real_words = mean_and_std([s.real_words for s in scores])
         distinct_1 = mean_and_std([s.distinct_1 for s in scores])
-        distinct_2s = [s.distinct_2 for s in scores]
-        distinct_2 = mean_and_std(distinct_2s)
+        distinct_2 = mean_and_std([s.distinct_2 for s in scores])
         loss = mean_and_std([s.loss for s in scores])
         rows.append(
             StrategyScores(
@@ -241,6 +228,25 @@ def compare_strategies(
             )
         )
     return rows
+
+
+def compare_strategies(
+    model: GPTModel,
+    tokenizer: Tokenizer,
+    prompts: Sequence[str],
+    known: set[str],
+    seeds: Iterable[int] = (0, 1, 2),
+    max_new_tokens: int = 300,
+    strategies: Mapping[str, Mapping[str, Any]] = STRATEGIES,
+) -> list[StrategyScores]:
+    """``score_texts``, summarised (``summarize_texts``): each strategy's mean and spread over
+    its texts.
+
+    A strategy that draws nothing (greedy) runs once per prompt: its scores are over
+    ``len(prompts)`` texts.
+    """
+    scored = score_texts(model, tokenizer, prompts, known, seeds, max_new_tokens, strategies)
+    return summarize_texts(scored)
 
 
 def format_scores(rows: Sequence[StrategyScores], spread: bool = False) -> str:

@@ -19,6 +19,7 @@ from attn_course.generation_metrics import (
     mean_and_std,
     real_word_fraction,
     score_texts,
+    summarize_texts,
     words,
 )
 
@@ -171,4 +172,7 @@ def test_score_texts_scores_each_text_in_prompt_then_seed_order():
     row = compare_strategies(model, tokenizer, prompts, known, seeds, 30, strategies)[1]
     assert (row.loss, row.loss_std) == pytest.approx(
         mean_and_std([t.loss for t in scored["T = 1.5"]])
+    )
+    assert summarize_texts(scored) == compare_strategies(
+        model, tokenizer, prompts, known, seeds, 30, strategies
     )

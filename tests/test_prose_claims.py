@@ -9,6 +9,7 @@ as the prose rounds it, differs from the stated figure.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import nbformat
@@ -2251,206 +2252,241 @@ CLAIMS = [
     # stores other times must update the prose, these claims and test_attention_cost_timing).
     (
         "06_attention_cost",
-        "module's median time grew\n179-fold",
-        "179",
+        "module's median time grew\n88-fold",
+        "88",
         0,
         r"lecture median time from 64 to 1024 tokens, this run: x(\d+)",
     ),
     (
         "06_attention_cost",
-        "(its fastest run 169-fold)",
-        "169",
+        "(its fastest run 69-fold)",
+        "69",
         0,
         r"lecture fastest run from 64 to 1024 tokens, this run: x(\d+)",
     ),
     (
         "06_attention_cost",
-        "faster than the lecture module's total counted work\n(96-fold)",
+        "slower than the lecture module's total counted work\n(96-fold)",
         "96",
         0,
         r"counted work grows (\d+)x",
     ),
     (
         "06_attention_cost",
-        "spreads (slowest run / fastest) reach\n23",
-        "23",
-        0,
-        r"\n +64 +[\d.]+ ms +[\d.]+ ms +([\d.]+)",
+        "spreads (slowest run / fastest) reach\n5.67 (lecture 03's module at 512 tokens)",
+        "5.67",
+        2,
+        r"\n +512 +[\d.]+ ms +[\d.]+ ms +([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fitted over the last three lengths, 2.49 (lecture",
-        "2.49",
+        "three lengths, 2.21 (lecture",
+        "2.21",
         2,
         r"lecture: time slope .* medians ([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "2.49 (lecture 03's module) and 2.04 (fused)",
-        "2.04",
+        "2.21 (lecture 03's module) and 1.80 (fused)",
+        "1.80",
         2,
         r"fused: time slope .* medians ([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "2.40 and 2.08 for the fastest runs",
-        "2.40",
+        "1.95 and 1.51 for\nthe fastest runs",
+        "1.95",
         2,
         r"lecture: time slope .* fastest runs ([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "2.40 and 2.08 for the fastest runs",
-        "2.08",
+        "1.95 and 1.51 for\nthe fastest runs",
+        "1.51",
         2,
         r"fused: time slope .* fastest runs ([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
+        "fastest run grew ×2.0, ×2.3, ×2.8 and ×5.3",
         "2.0",
         1,
         r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
-        "3.1",
+        "fastest run grew ×2.0, ×2.3, ×2.8 and ×5.3",
+        "2.3",
         1,
         r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
-        "7.0",
+        "fastest run grew ×2.0, ×2.3, ×2.8 and ×5.3",
+        "2.8",
         1,
         r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×2.0, ×3.1, ×7.0 and ×4.0",
-        "4.0",
+        "fastest run grew ×2.0, ×2.3, ×2.8 and ×5.3",
+        "5.3",
         1,
         r"lecture: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
+        "(its median ×1.8,\n×2.3, ×9.7 and ×2.2)",
         "1.8",
         1,
         r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
-        "3.1",
+        "(its median ×1.8,\n×2.3, ×9.7 and ×2.2)",
+        "2.3",
         1,
         r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
-        "7.0",
+        "(its median ×1.8,\n×2.3, ×9.7 and ×2.2)",
+        "9.7",
         1,
         r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.8, ×3.1, ×7.0 and ×4.5",
-        "4.5",
+        "(its median ×1.8,\n×2.3, ×9.7 and ×2.2)",
+        "2.2",
         1,
         r"lecture: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
-        "1.6",
+        "fastest run grew ×1.5, ×2.2, ×2.8 and ×2.9",
+        "1.5",
         1,
         r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
+        "fastest run grew ×1.5, ×2.2, ×2.8 and ×2.9",
         "2.2",
         1,
         r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
-        "3.1",
+        "fastest run grew ×1.5, ×2.2, ×2.8 and ×2.9",
+        "2.8",
         1,
         r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "fastest run grew ×1.6, ×2.2, ×3.1 and ×5.8",
-        "5.8",
+        "fastest run grew ×1.5, ×2.2, ×2.8 and ×2.9",
+        "2.9",
         1,
         r"fused: fastest-run time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
-        "1.7",
+        "(its median\n×1.5, ×2.2, ×8.0 and ×1.5)",
+        "1.5",
         1,
         r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){0}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
-        "2.1",
+        "(its median\n×1.5, ×2.2, ×8.0 and ×1.5)",
+        "2.2",
         1,
         r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){1}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
-        "3.1",
+        "(its median\n×1.5, ×2.2, ×8.0 and ×1.5)",
+        "8.0",
         1,
         r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){2}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "its median ×1.7, ×2.1, ×3.1 and ×5.5",
-        "5.5",
+        "(its median\n×1.5, ×2.2, ×8.0 and ×1.5)",
+        "1.5",
         1,
         r"fused: median time per doubling of num_tokens (?:x[\d.]+, ){3}x([\d.]+)",
     ),
     (
         "06_attention_cost",
-        "1.7 times at 64 tokens",
-        "1.7",
+        "1.8 times at 64 tokens",
+        "1.8",
         1,
         r"lecture / fused median time, 64 to 1024 tokens: ([\d.]+)x",
     ),
     (
         "06_attention_cost",
-        "4.9\ntimes at 1,024",
-        "4.9",
+        "4.0\ntimes at 1,024",
+        "4.0",
         1,
         r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){4}([\d.]+)x",
     ),
     (
         "06_attention_cost",
-        "the largest ratio, 5.9, is\nat 512",
-        "5.9",
+        "largest at 1,024 tokens too (4.1)",
+        "4.1",
         1,
-        r"lecture / fused median time, 64 to 1024 tokens: (?:[\d.]+x, ){3}([\d.]+)x",
+        r"lecture / fused fastest run, 64 to 1024 tokens: (?:[\d.]+x, ){4}([\d.]+)x",
     ),
     (
         "06_attention_cost",
-        "grew from 0.13 ms to 7.85 ms",
-        "0.13",
+        "grew from 0.24 ms to 9.58 ms",
+        "0.24",
         2,
         r"\n +64 +[\d.]+ ms +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
     ),
     (
         "06_attention_cost",
-        "grew from 0.13 ms to 7.85 ms",
-        "7.85",
+        "grew from 0.24 ms to 9.58 ms",
+        "9.58",
         2,
         r"\n +1024 +[\d.]+ ms +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "17.12 ms against 4.74 ms",
+        "17.12",
+        2,
+        r"\n +512 +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "17.12 ms against 4.74 ms",
+        "4.74",
+        2,
+        r"\n +512 +[\d.]+ ms +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "6.31 ms against 2.15 ms",
+        "6.31",
+        2,
+        r"\n +512 +[\d.]+ ms +[\d.]+ ms +[\d.]+ +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "6.31 ms against 2.15 ms",
+        "2.15",
+        2,
+        r"\n +512 +[\d.]+ ms +[\d.]+ ms +[\d.]+ +[\d.]+ ms +([\d.]+) ms",
+    ),
+    (
+        "06_attention_cost",
+        "4,096 pages of 4 KiB are 16 MiB",
+        "16",
+        0,
+        r"num_tokens = 1024: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
     ),
     (
         "06_attention_cost",
@@ -3154,7 +3190,7 @@ CLAIMS = [
         0,
         r"float32 tensor at n = 1,024: (\d+) MiB",
     ),
-    ("10_tiled_attention", "and the mask 1 MiB", "1", 0, r"bool mask: (\d+) MiB"),
+    ("10_tiled_attention", "(the 1 MiB mask", "1", 0, r"bool mask: (\d+) MiB"),
     (
         "10_tiled_attention",
         "at 1,024 tokens, the only length timed that",
@@ -3171,17 +3207,45 @@ CLAIMS = [
     ),
     (
         "10_tiled_attention",
-        "(tiled 73.5 ms, naive 73.1 ms: the line before)",
-        "73.5",
+        "(tiled 34.2 ms, naive 43.4 ms: the line before)",
+        "34.2",
         1,
         r"not causal, n = 1024: naive [\d.]+ ms, tiled ([\d.]+) ms",
     ),
     (
         "10_tiled_attention",
-        "(tiled 73.5 ms, naive 73.1 ms: the line before)",
-        "73.1",
+        "(tiled 34.2 ms, naive 43.4 ms: the line before)",
+        "43.4",
         1,
         r"not causal, n = 1024: naive ([\d.]+) ms",
+    ),
+    (
+        "10_tiled_attention",
+        "(70.7 / 13.9 ms)",
+        "70.7",
+        1,
+        r"\ncausal, n = 1024: naive ([\d.]+) ms",
+    ),
+    (
+        "10_tiled_attention",
+        "(70.7 / 13.9 ms)",
+        "13.9",
+        1,
+        r"\ncausal, n = 1024: naive [\d.]+ ms, tiled ([\d.]+) ms",
+    ),
+    (
+        "10_tiled_attention",
+        "28.0 MiB both ways",
+        "28.0",
+        1,
+        r"forward \+ backward, plain: ([\d.]+) MiB",
+    ),
+    (
+        "10_tiled_attention",
+        "28.0 MiB both ways",
+        "28.0",
+        1,
+        r"forward \+ backward, in torch.utils.checkpoint: ([\d.]+) MiB",
     ),
     ("10_tiled_attention", "37.5% at 512", "37.5", 1, r"([\d.]+)% at n = 512,"),
     ("10_tiled_attention", "43.8% at\n1,024", "43.8", 1, r"([\d.]+)% at n = 1024,"),
@@ -3205,7 +3269,7 @@ CLAIMS = [
     ("10_tiled_attention", "about 29 calls each", "29", 0, r"n = 1024: (\d+) calls per tile"),
     ("10_tiled_attention", "from 108 calls at 256 tokens", "108", 0, r"(\d+) at n = 256,"),
     ("10_tiled_attention", "to 3762 at 2,048", "3762", 0, r"(\d+) at n = 2048\n"),
-    ("10_tiled_attention", "a tile is 256 KiB, and the few", "256", 0, r"tile: (\d+) KiB"),
+    ("10_tiled_attention", "a tile is 256 KiB, and the tiles", "256", 0, r"tile: (\d+) KiB"),
     # one layer-1 head left on (500 held-out sequences); "any three suffice": without each one
     (
         "08_trained_attention",
@@ -3225,7 +3289,7 @@ CLAIMS = [
     ("08_trained_attention", "Any three suffice (99.9%)", "99.9", 1, r"without L1 H1: +([\d.]+)%"),
     (
         "10_tiled_attention",
-        "a 128 KiB block each of K and V",
+        "a 128 KiB block each of Q, K and V",
         "128",
         0,
         r"block of K or V: (\d+) KiB",
@@ -3247,7 +3311,7 @@ CLAIMS = [
     ),
     ("10_tiled_attention", "it visits all 64 tiles, not 36", "64", 0, r"of the (\d+) tiles at n"),
     ("10_tiled_attention", "it visits all 64 tiles, not 36", "36", 0, r"= (\d+) of the \d+ tiles"),
-    ("10_tiled_attention", "(192 KiB per SM above", "192", 0, r"(\d+) KiB of SRAM holds"),
+    ("10_tiled_attention", "(192 KiB per SM on an A100", "192", 0, r"(\d+) KiB of SRAM holds"),
     (
         "11_language_model",
         "on the 12 passages read once, L1 H2 puts 0.49",
@@ -4430,6 +4494,27 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
+        "one at distinct-2 = 0.5 exactly is not counted",
+        "0.5",
+        4,
+        r"distinct-2 ([\d.]+), loops: False",
+    ),
+    (
+        "09_generation_kv_cache",
+        "one at 0.47 is,",
+        "0.47",
+        2,
+        r"distinct-2 ([\d.]+), loops: True",
+    ),
+    (
+        "09_generation_kv_cache",
+        "43.8 at 128",
+        "43.8",
+        1,
+        r"\n +128(?: +[\d,]+){2} +[\d.]+x +[\d,]+ +[\d,]+ +([\d.]+)x",
+    ),
+    (
+        "09_generation_kv_cache",
         "51.0 at 512",
         "51.0",
         1,
@@ -4444,36 +4529,36 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "1.1 times faster at 16 new tokens",
-        "1.1",
+        "1.3 times faster at 16 new tokens",
+        "1.3",
         1,
         r"\n +16 +[\d.]+ ms +[\d.]+ ms +([\d.]+)x",
     ),
     (
         "09_generation_kv_cache",
-        "2.2 times at 256",
-        "2.2",
+        "3.1 times at 256",
+        "3.1",
         1,
         r"\n +256 +[\d.]+ ms +[\d.]+ ms +([\d.]+)x",
     ),
     (
         "09_generation_kv_cache",
-        "one position took 16.75 ms",
-        "16.75",
+        "one position took 2.02 ms",
+        "2.02",
         2,
         r"1 position ([\d.]+) ms",
     ),
     (
         "09_generation_kv_cache",
-        "51.5 µs for\neach of its 325 calls",
-        "51.5",
+        "6.2 µs for\neach of its 325 calls",
+        "6.2",
         1,
         r"\(([\d.]+) µs per PyTorch call",
     ),
     (
         "09_generation_kv_cache",
-        "128 positions took 50.34 ms",
-        "50.34",
+        "128 positions took 10.72 ms",
+        "10.72",
         2,
         r"128 positions ([\d.]+) ms",
     ),
@@ -4570,50 +4655,57 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "alone ran 2.4 times",
-        "2.4",
+        "alone ran 3.8 times",
+        "3.8",
         1,
         r"\n +129-256 +[\d.]+ ms +[\d.]+ ms +([\d.]+)x",
     ),
     (
         "09_generation_kv_cache",
-        "beyond the first added 0.264 ms",
-        "0.264",
+        "the 3.1 at 256 still averages",
+        "3.1",
+        1,
+        r"\n +256 +[\d.]+ ms +[\d.]+ ms +([\d.]+)x",
+    ),
+    (
+        "09_generation_kv_cache",
+        "beyond the first added 0.068 ms",
+        "0.068",
         3,
         r"each position beyond the first adds ([\d.]+) ms",
     ),
     (
         "09_generation_kv_cache",
-        "as much as 63 further positions",
-        "63",
+        "as much as 29 further positions",
+        "29",
         0,
         r"costs as much as (\d+) further positions",
     ),
     (
         "09_generation_kv_cache",
-        "at most 3.0 times here",
-        "3.0",
+        "at most 5.3 times here",
+        "5.3",
         1,
         r"128 positions [\d.]+ ms: ([\d.]+)x",
     ),
     (
         "09_generation_kv_cache",
-        "(50.34\nagainst 16.75 ms)",
-        "50.34",
+        "(10.72\nagainst 2.02 ms)",
+        "10.72",
         2,
         r"128 positions ([\d.]+) ms",
     ),
     (
         "09_generation_kv_cache",
-        "(50.34\nagainst 16.75 ms)",
-        "16.75",
+        "(10.72\nagainst 2.02 ms)",
+        "2.02",
         2,
         r"1 position ([\d.]+) ms",
     ),
     (
         "09_generation_kv_cache",
-        "Steps 129 to 256 stayed below that\n(2.4 times)",
-        "2.4",
+        "Steps 129 to 256 stayed below that\n(3.8 times)",
+        "3.8",
         1,
         r"\n +129-256 +[\d.]+ ms +[\d.]+ ms +([\d.]+)x",
     ),
@@ -5203,8 +5295,8 @@ def test_tiled_traffic_claims():
 
 
 def test_tiled_loop_beats_naive_in_the_stored_run():
-    """10: "faster than the naive path at every causal length it timed"; without the mask "the
-    loop and the naive path took about the same time in this run" (within 10%)."""
+    """10: "faster than the naive path at every causal length it timed"; without the mask too
+    "the loop was faster than the naive path in this run" (the reversed order fails)."""
     cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
     text = "\n".join(nearby_outputs(cells, "at every causal length it timed, 256 tokens included"))
     pattern = r"(not )?causal, n = (\d+): naive ([\d.]+) ms, tiled ([\d.]+) ms, fused [\d.]+ ms"
@@ -5214,51 +5306,73 @@ def test_tiled_loop_beats_naive_in_the_stored_run():
     for not_, n_causal, naive_causal, tiled_causal in causal:
         assert not not_ and float(tiled_causal) < float(naive_causal), (n_causal, naive_causal)
     assert causal[0][1] == "256" and unmasked and n == "1024"
-    assert abs(float(tiled) - float(naive)) < 0.1 * float(naive), (naive, tiled)
+    assert float(tiled) < float(naive), (naive, tiled)
 
 
 def test_attention_cost_timing():
     """06: the words around the stored timings hold for the stored run: "faster at every timed
-    length", "largest ratio ... at 512", which doublings are steeper than x4 in the fastest runs
-    and the medians (the lecture module's 256 -> 512 across the band where one tensor alone
-    passes the L2, the fused kernel's 512 -> 1024 across its block switch), the medians close to
-    the fastest runs, no page faults, the growth from 64 to 1024 tokens; a reversed or shifted
-    reading of the table fails."""
+    length", the ratio largest at 1024, the medians close to the fastest runs up to 256 tokens
+    and far above them at 512, which doublings are steeper than x4 (the medians' 256 -> 512 for
+    both modules, the fastest runs' 512 -> 1024 for the lecture module only), the olive and grey
+    bands against the counted work, the fused kernel's fastest runs never above its own work,
+    page faults only for the lecture module at 1024 (one (n, n) tensor's worth), the growth from
+    64 to 1024 tokens below the counted work; a reversed or shifted reading of the table fails."""
     cells = nbformat.read(ROOT / "notebooks" / "06_attention_cost.ipynb", as_version=4).cells
     text = next(c for c in cells if c.get("id") == "06-011").outputs[0]["text"]
     prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     for words in (
-        "the largest ratio, 5.9, is\nat 512 tokens",
-        "the\n  lecture module's from 256 to 512 tokens (×7.0) and the fused kernel's from 512 "
-        "to 1,024\n  (×5.8). The lecture module's last doubling is ×4.0 in its fastest runs "
-        "(×4.5 in the median)",
-        "grew ×3.1 across the\n    olive band, about its counted work (×3.0), and ×7.0 across the "
-        "grey band, where its counted\n    work grows ×3.3",
-        "So this run does not support the hypothesis that all three tensors must fit\n    in the "
-        "L2: its step fell where one tensor alone stops fitting.",
-        "neither\n    module took a single minor page fault per pass (median of 7) at any "
-        "timed length",
-        "In the run stored here both steps show in the fastest runs as in\n  the medians.",
+        "In the medians each\nmodule has one step clearly steeper than any count, both from 256 "
+        "to 512 tokens",
+        "In the fastest runs the lecture module's one doubling steeper than ×4 is its\nlast, "
+        "from 512 to 1,024 tokens, and the fused kernel has none.",
+        "In the medians two doublings are clearly steeper than the ×4 of slope 2, both from 256\n"
+        "  to 512 tokens: the lecture module's (×9.7) and the fused kernel's (×8.0). In the "
+        "fastest runs\n  only one is: the lecture module's from 512 to 1,024 tokens (×5.3), "
+        "where its median grew\n  ×2.2.",
+        "runs (×2.8 for both modules there)",
+        "grew ×2.3 across the olive\n    band in its fastest runs and its medians alike, less "
+        "than its counted work (×3.0)",
+        "Across the grey band, where its counted work\n    grows ×3.3, its median grew ×9.7 but "
+        "its fastest run only ×2.8; its fastest run's one step,\n    ×5.3, fell from 512 to "
+        "1,024 tokens, past both bands, where its counted work grows ×3.6.",
+        "this run does not settle which size matters",
+        "fastest run grew no faster than its own work at any doubling (×2.9\n    from 512 to "
+        "1,024 tokens, across the switch at 768, where its own work grows ×3.0), and its\n"
+        "    median's one step, ×8.0 from 256 to 512 tokens, lies between the two switches",
+        "the fused kernel took no minor page fault per pass (median of 7)\n    at any timed "
+        "length, and the lecture module none up to 512 tokens but 4,096 per pass at\n"
+        "    1,024 tokens: 4,096 pages of 4 KiB are 16 MiB",
         # one sweep cannot attribute a step: the causes are hypotheses, the minimum is not load-free
         "it\n  cannot say what caused them.",
-        "load that lasts the whole block raises the fastest run too",
+        "load that lasts the whole\n  block raises the fastest run too",
         "The fastest run is the least inflated\n  estimate, not a load-free one.",
         "each cause below is a **hypothesis** that this run is\n  consistent with, "
         "none of them shown",
+        "one this run does not\n    test",
         "interleave the lengths round-robin",
         "The 96-fold is lecture 03's\nmodule's count",
         "4 + 1 + 4 = 9 against the column's 4, about 2.25 times the column",
-        "the medians lie close to the fastest runs at every length",
-        "grew faster from 64 to 1,024 tokens than its counted work, though slower\n  than the "
-        "attention products' `n²` alone",
+        "Up to 256 tokens the medians lie close to the fastest\nruns",
+        "at 512 tokens they do not",
+        "The ratio of the medians\ngrew at every doubling",
+        "From 64 to 1,024 tokens the lecture module's time grew less than its\n  counted work",
     ):
         assert words in prose, words
-    # the readings three review rounds found over-reading one stored run stay out
+    # the readings review rounds found over-reading one stored run stay out, and so do the
+    # previous stored run's readings that this run contradicts
     for words in (
         "load did not make them",
         "cannot inflate",
         "is not load",
         "had its 2 MiB to itself",
+        "in its fastest runs as in its medians",
+        "show in the fastest runs as in",
+        "medians and fastest runs tell the same story",
+        "at every length (printed side by side)",
+        "module took a single minor page fault",
+        "and it rules them out",
+        "grew faster from 64 to 1,024 tokens than its counted work",
+        "its step fell where one tensor alone stops fitting",
     ):
         assert words not in prose, words
     assert (
@@ -5275,32 +5389,48 @@ def test_attention_cost_timing():
         "fused median": [float(r[3]) for r in rows],
         "fused fastest": [float(r[4]) for r in rows],
     }
-    # "the medians lie close to the fastest runs at every length": within 1.25x
+    # "Up to 256 tokens the medians lie close to the fastest runs" (within 1.25x); "at 512
+    # tokens they do not" (more than 2.5x: more than half of the seven runs far slower); "at
+    # 1,024 tokens the medians are still well above the fastest runs" (more than 1.25x)
     for name in ("lecture", "fused"):
-        for median, low in zip(table[f"{name} median"], table[f"{name} fastest"], strict=True):
+        pairs = list(zip(table[f"{name} median"], table[f"{name} fastest"], strict=True))
+        for median, low in pairs[:3]:
             assert low <= median < 1.25 * low, (name, median, low)
-    ratios = re.search(r"lecture / fused median time, 64 to 1024 tokens: (.*)\n", text).group(1)
-    ratios = [float(r.rstrip("x")) for r in ratios.split(", ")]
-    assert len(ratios) == 5 and min(ratios) > 1  # the fused kernel faster at every length
-    assert lengths[ratios.index(max(ratios))] == 512
+        assert pairs[3][0] > 2.5 * pairs[3][1], (name, pairs[3])
+        assert pairs[4][0] > 1.25 * pairs[4][1], (name, pairs[4])
+    # the largest spread is the lecture module's at 512 tokens
+    spreads = [float(s) for s in re.findall(r"\n +\d+ +[\d.]+ ms +[\d.]+ ms +([\d.]+)", text)]
+    assert max(spreads) == spreads[3] == 5.67
+    ratio_lines = {
+        statistic: [
+            float(r.rstrip("x"))
+            for r in re.search(rf"lecture / fused {statistic}, 64 to 1024 tokens: (.*)\n", text)
+            .group(1)
+            .split(", ")
+        ]
+        for statistic in ("median time", "fastest run")
+    }
+    for ratios in ratio_lines.values():
+        assert len(ratios) == 5 and min(ratios) > 1  # the fused kernel faster at every length
+        assert lengths[ratios.index(max(ratios))] == 1024  # largest at 1,024 tokens
+    medians = ratio_lines["median time"]
+    assert all(a < b for a, b in zip(medians[:-1], medians[1:], strict=True))  # grew each time
     steps = {
         (name, statistic): [float(g) for g in re.findall(r"x([\d.]+)", line)]
         for name, statistic, line in re.findall(
             r"(lecture|fused): (median|fastest-run) time per doubling of num_tokens (.*)", text
         )
     }
-    # steeper than x4 (as printed): the lecture module's 256 -> 512 in both statistics and its
-    # 512 -> 1024 in the median only (x4.0 in the fastest runs), the fused kernel's 512 -> 1024;
-    # each module's steepest doubling is the same in both statistics
-    assert [g > 4 for g in steps["lecture", "fastest-run"]] == [False, False, True, False]
-    assert steps["lecture", "fastest-run"][3] == 4.0
-    assert [g > 4 for g in steps["lecture", "median"]] == [False, False, True, True]
-    for statistic in ("median", "fastest-run"):
-        assert [g > 4 for g in steps["fused", statistic]] == [False, False, False, True]
-        lecture, fused = steps["lecture", statistic], steps["fused", statistic]
-        assert max(lecture) == lecture[2] and max(fused) == fused[3]
-    # the steps fall across the bands: one tensor alone passes the L2 between 256 and 512, three
-    # together between 128 and 256; the lecture module's 128 -> 256 is about its counted work
+    # steeper than x4 (as printed): in the medians both modules' 256 -> 512 only; in the fastest
+    # runs the lecture module's 512 -> 1024 only, none of the fused kernel's
+    assert [g > 4 for g in steps["lecture", "median"]] == [False, False, True, False]
+    assert [g > 4 for g in steps["fused", "median"]] == [False, False, True, False]
+    assert [g > 4 for g in steps["lecture", "fastest-run"]] == [False, False, False, True]
+    assert [g > 4 for g in steps["fused", "fastest-run"]] == [False, False, False, False]
+    assert steps["lecture", "median"][2:] == [9.7, 2.2] and steps["fused", "median"][2] == 8.0
+    assert steps["lecture", "fastest-run"][2] == steps["fused", "fastest-run"][2] == 2.8
+    # the steps against the bands: one tensor alone passes the L2 between 256 and 512, three
+    # together between 128 and 256
     bands = "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-015")
     assert "one (b,h,n,n) float32 tensor alone passes it between 256 and 512 tokens" in bands
     assert "three of them together pass it between 128 and 256 tokens" in bands
@@ -5309,28 +5439,43 @@ def test_attention_cost_timing():
         "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-013"),
     ).group(1)
     work = [float(g) for g in re.findall(r"x([\d.]+)", work)]
-    assert (work[1], work[2]) == (3.0, 3.3)
-    assert steps["lecture", "fastest-run"][1] == 3.1 and steps["lecture", "fastest-run"][2] == 7.0
-    # page faults per pass: none at any length for either module
+    assert work[1:] == [3.0, 3.3, 3.6]
+    lecture_fastest, lecture_median = steps["lecture", "fastest-run"], steps["lecture", "median"]
+    # olive band (128 -> 256): x2.3 in both statistics, below the counted x3.0
+    assert lecture_fastest[1] == lecture_median[1] == 2.3 < work[1]
+    # grey band (256 -> 512): median above x4, fastest run below the counted x3.3
+    assert lecture_median[2] > 4 > work[2] > lecture_fastest[2]
+    # 512 -> 1024: the fastest run's step x5.3 above the counted x3.6, the median below it
+    assert lecture_fastest[3] == 5.3 > work[3] > lecture_median[3]
+    # page faults per pass: the lecture module's 4,096 at 1024 tokens only, the fused kernel none
     faults = {
         name: [int(f) for f in line.split(", ")]
         for name, line in re.findall(r"(lecture|fused): minor page faults per pass .*: (.*)", text)
     }
-    assert faults == {"lecture": [0] * 5, "fused": [0] * 5}
-    # the lecture module's "179-fold ...: faster than the lecture module's total counted work
-    # (96-fold), slower than its attention products alone (256-fold)"; the fused kernel's growth
-    # is not compared with 96, which is the lecture module's count
+    assert faults == {"lecture": [0, 0, 0, 0, 4096], "fused": [0] * 5}
+    # "4,096 pages of 4 KiB are 16 MiB, the size of one (b, num_heads, n, n) float32 tensor"
+    assert "pages of 4 KiB" in text
+    sizes = "\n".join(text_outputs(c) for c in cells if c.get("id") == "c16fb5b3")
+    assert "num_tokens = 1024: one (b, num_heads, n, n) float32 tensor is 16 MiB" in sizes
+    assert 4096 * 4 * 2**10 == 16 * 2**20
+    # the lecture module's "88-fold (its fastest run 69-fold): slower than the lecture module's
+    # total counted work (96-fold)"; the fused kernel's growth is not compared with 96, which is
+    # the lecture module's count
     for what in ("median time", "fastest run"):
         growth = float(
             re.search(rf"lecture {what} from 64 to 1024 tokens, this run: x(\d+)", text)[1]
         )
-        assert 96 < growth < 256, (what, growth)
+        assert 1 < growth < 96, (what, growth)
     # the fused kernel's own work grows x4.0 per doubling up to 512 tokens, x3.0 after, and its
-    # query block switches between 512 and 1024 tokens (64 -> 256 rows)
+    # query block switches between 128 and 256 and between 512 and 1024 tokens; its fastest run
+    # never grew faster than that work, its median's one step (256 -> 512) lies between switches
     own = "\n".join(text_outputs(c) for c in cells if c.get("id") == "06-013b")
     growth = re.search(r"own attention work: per doubling of num_tokens (.*)\n", own).group(1)
-    assert [float(g) for g in re.findall(r"x([\d.]+)", growth)] == [4.0, 4.0, 4.0, 3.0]
+    own_work = [float(g) for g in re.findall(r"x([\d.]+)", growth)]
+    assert own_work == [4.0, 4.0, 4.0, 3.0]
     assert "query rows per block, 64 to 1024 tokens: 32, 32, 64, 64, 256" in own
+    assert all(g <= w for g, w in zip(steps["fused", "fastest-run"], own_work, strict=True))
+    assert steps["fused", "fastest-run"][3] == 2.9
 
 
 def _seed0_rows_08(text: str) -> dict[str, list[float]]:
@@ -5591,10 +5736,11 @@ def test_08_without_previous_token_head_is_the_pre_phase_change_accuracy():
 
 def test_kv_cache_timing_claims_hold_for_the_stored_run():
     """09: the measured speed-up "far less than the ratio of positions in the table above", and
-    larger at 256 new tokens than at 16, in the stored run; positions from generate's rule. The
-    later steps alone faster than the whole run (the speed-up at 256 has not reached theirs),
-    and slower than the per-step bound of the two timed forward passes; a swapped reading
-    fails."""
+    it "grew at every length the table prints" (16 to 256 new tokens), in the stored run;
+    positions from generate's rule. The later steps alone faster than the whole run (the
+    speed-up at 256 has not reached theirs), and slower than the per-step bound of the two timed
+    forward passes; the full-window pass mostly per-position cost, the 1-position pass mostly
+    fixed cost; a swapped reading fails."""
     cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
     timed = "\n".join(nearby_outputs(cells, "far less than the ratio of"))
     rows = re.findall(r"\n +(\d+) +[\d.]+ ms +[\d.]+ ms +([\d.]+)x", timed)
@@ -5605,7 +5751,8 @@ def test_kv_cache_timing_claims_hold_for_the_stored_run():
     positions = {int(n): float(ratio) for n, ratio in re.findall(pattern, counted)}
     for n, measured in speed_up.items():
         assert measured < positions[n] / 2, (n, measured, positions[n])
-    assert speed_up[256] > speed_up[16]
+    ordered = [speed_up[n] for n in sorted(speed_up)]
+    assert all(a < b for a, b in itertools.pairwise(ordered)), ordered
     # "Steps 129 to 256 alone ran 2.4 times faster, more than the run as a whole: ... still
     # averages in the early steps"; "stayed below that": the full-window pass over the
     # 1-position pass
@@ -5620,12 +5767,86 @@ def test_kv_cache_timing_claims_hold_for_the_stored_run():
         ).groups()
     )
     assert ratio == round(window / one, 1) and late_ratio < ratio
+    # "At the full window an uncached step is mostly arithmetic": the positions beyond the first
+    # take more than half of the 128-position pass
+    assert window - one > window / 2
     # "each position beyond the first added ... so the 1-position pass cost as much as N
     # further positions": (window - one) / 127, and one over that
     per_position = float(re.search(r"beyond the first adds ([\d.]+) ms", timed).group(1))
     assert abs(per_position - (window - one) / 127) < 0.001
     further = int(re.search(r"costs as much as (\d+) further positions", timed).group(1))
     assert abs(further - one / ((window - one) / 127)) < 1
+    # "a cached step is mostly the fixed cost of its calls": one further position adds less
+    # than half of the 1-position pass
+    assert further > 2
+
+
+def test_09_windowed_ratio_swings_with_the_restart_cycle():
+    """09 §3: with unlimited context the ratio of positions "nearly doubles" with N (less than
+    double); under the 128-character window it swings up and down around one cycle's ratio,
+    period 65 steps, the swings shrinking: 128, 256 and 512 new tokens are points on the swing
+    (512 lies above the cycle's ratio, 128 and 256 below), not a trend that falls towards it."""
+    from attn_course.generation import positions_processed
+
+    prompt, context = 7, 128
+    period = context // 2 + 1
+
+    def ratio(n: int, context: int = context) -> float:
+        return positions_processed(prompt, n, context, False) / positions_processed(
+            prompt, n, context, True
+        )
+
+    unlimited = [ratio(n, prompt + n) for n in (16, 32, 64, 128, 256, 512)]
+    steps = [b / a for a, b in itertools.pairwise(unlimited)]
+    assert all(1.75 < step < 2 for step in steps), steps
+    cycle = [
+        positions_processed(prompt, 1000 + period, context, use_cache)
+        - positions_processed(prompt, 1000, context, use_cache)
+        for use_cache in (False, True)
+    ]
+    settled = cycle[0] / cycle[1]
+    early = [ratio(n) for n in range(123, 123 + period)]
+    late = [ratio(n) for n in range(2000, 2000 + period)]
+    assert min(early) < settled < max(early) and min(late) < settled < max(late)
+    assert max(late) - min(late) < (max(early) - min(early)) / 4
+    assert ratio(128) < ratio(256) < settled < ratio(512)
+
+
+def test_09_loop_rule_edge_texts_are_the_two_of_top_p():
+    """09 §2: "two texts of top-p sit at the edge of the loop rule ... one at distinct-2 = 0.5
+    exactly is not counted, one at 0.47 is, so ... 4 or 6 of its 16 texts as loops, not 5":
+    the texts printed within 0.05 of the rule are top-p's only, one on each side, each counted
+    as the rule says (below 0.5 loops), and top-p's table row counts 5 of 16."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    printed = "\n".join(nearby_outputs(cells, "one at 0.47 is,"))
+    edge = printed.split("texts within 0.05 of the loop rule")[1]
+    found = re.findall(r"\n(.+?) +'.*' +seed \d+: distinct-2 ([\d.]+), loops: (True|False)", edge)
+    assert [name for name, _, _ in found] == ["T = 0.8, top-p 0.9"] * 2, found
+    assert sorted(looped for _, _, looped in found) == ["False", "True"]
+    for _, distinct_2, looped in found:
+        assert (float(distinct_2) < 0.5) == (looped == "True")
+        assert abs(float(distinct_2) - 0.5) < 0.05
+    table = "\n".join(nearby_outputs(cells, "loops in 5 of 16"))
+    assert re.search(r"top-p 0\.9 +5/16", table)
+
+
+def test_09_stacked_windows_reach_layers_times_window_minus_one():
+    """09 §5: "After `k` layers, information can flow from `k · (w - 1)` tokens back": the
+    printed reach of the last query equals the printed k x (w - 1) for 1 to 4 layers, and that
+    product is computed (k times w - 1, not k times w)."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    printed = "\n".join(
+        nearby_outputs(cells, "information can flow from `k · (w - 1)` tokens back")
+    )
+    rows = re.findall(
+        r"(\d+) layer\(s\), window (\d+): the last query reaches (\d+) tokens back; "
+        r"(\d+) x \(window - 1\) = (\d+)",
+        printed,
+    )
+    assert [int(row[0]) for row in rows] == [1, 2, 3, 4], rows
+    for layers, window, reach, factor, product in (map(int, row) for row in rows):
+        assert factor == layers and product == layers * (window - 1), (layers, window, product)
+        assert reach == product, (layers, reach, product)
 
 
 def test_00_tables_are_the_four_the_prose_counts():
@@ -5688,22 +5909,25 @@ def test_05_scaled_stream_is_not_held_at_its_input_size():
 
 
 def test_10_tiled_working_set_is_the_constant_part_of_the_peak():
-    """10 §4: "the few alive at once, about 1.03 MiB (the constant part of the tiled peak in
-    section 3)": section 3's tiled peak minus its linear part is that figure at every length."""
+    """10 §4: "the tiles and running sums alive at once, about 1.03 MiB (the constant part of the
+    tiled peak in section 3)": section 3's tiled peak minus its linear part is that figure at
+    every length."""
     cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
-    text = "\n".join(nearby_outputs(cells, "tiles whose size does not change"))
+    text = "\n".join(nearby_outputs(cells, "running sums whose sizes do"))
     line = re.search(r"tiled, peak minus that linear part: ([\d., ]+) MiB", text).group(1)
     constant = {float(v) for v in line.split(", ")}
-    (prose,) = [c.source for c in cells if "the constant part of the" in c.source]
-    stated = float(re.search(r"about ([\d.]+) MiB \(the constant part", prose).group(1))
+    stated_in = r"about ([\d.]+) MiB \(the constant\s+part of the"
+    (prose,) = [c.source for c in cells if re.search(stated_in, c.source)]
+    stated = float(re.search(stated_in, prose).group(1))
     assert len(line.split(", ")) == 4 and constant == {stated}, (line, stated)
 
 
-def test_10_causal_gap_is_mostly_the_naive_paths_mask_overhead():
-    """10 §4: the arithmetic on the stored run's times (1 / (1 - 0.438) = 1.8, 50.2 / 73.5 =
-    0.68, 298.6 / 50.2 = 5.9, 298.6 / 73.1 = 4.1) and §5's 1050 x 17.0 µs = 18 ms, "about a
-    third" of the causal loop's 50.2 ms; the reversed reading (the loop's own causal saving
-    explains the gap) fails: skipping gives at most 1.8 of the 5.9."""
+def test_10_causal_gap_arithmetic_is_the_stored_runs():
+    """10 §4: the arithmetic on the stored run's times (1 / (1 - 0.438) = 1.8, 13.9 / 34.2 =
+    0.41 "below the 0.56" that skipping alone would give, 70.7 / 13.9 = 5.1, 70.7 / 43.4 = 1.6,
+    and 5.1 as the product of 2.5, 1.6 and 1.3) and §5's 1050 x 1.7 µs = 1.8 ms, "about an
+    eighth" of the causal loop's 13.9 ms; a reversed reading fails: the loop's causal time above
+    the skipping's share, or the factor 5.1 within what skipping alone gives (at most 1.8)."""
     nb = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4)
     text = "\n".join(text_outputs(c) for c in nb.cells if c.cell_type == "code")
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
@@ -5717,24 +5941,51 @@ def test_10_causal_gap_is_mostly_the_naive_paths_mask_overhead():
     skipped = round(float(re.search(r"([\d.]+)% at n = 1024,", text).group(1)) / 100, 3)
     call_us = float(re.search(r"one small operator call: ([\d.]+) µs", text).group(1))
     calls = int(re.search(r"tiled: +(\d+) operator calls", text).group(1))
-    assert (naive_c, tiled_c, naive_f, tiled_f, skipped) == (298.6, 50.2, 73.1, 73.5, 0.438)
+    assert (naive_c, tiled_c, naive_f, tiled_f, skipped) == (70.7, 13.9, 43.4, 34.2, 0.438)
     assert f"1 / (1 - {skipped}) = {1 / (1 - skipped):.1f} times" in md
-    assert f"{tiled_c / tiled_f:.2f} of its time without the mask" in md
-    assert f"near the {1 - skipped:.2f} that" in md
-    assert f"beat the naive path {naive_c / tiled_c:.1f} times ({naive_c} / {tiled_c} ms)" in md
+    assert f"{tiled_c / tiled_f:.2f} of its time without the mask ({tiled_c} / {tiled_f} ms)" in md
+    # "below the 0.56 that the skipping alone would give": the loop's causal/unmasked ratio lies
+    # below 1 - skipped share in this run (the reversed reading, above it, fails)
+    assert f"below the {1 - skipped:.2f} that the\nskipping alone would give" in md
+    assert tiled_c / tiled_f < 1 - skipped
+    assert f"beat the naive path {naive_c / tiled_c:.1f} times at 1,024 tokens" in md
+    assert f"({naive_c} / {tiled_c} ms)" in md
     assert f"{naive_f} ms without the mask, {naive_c / naive_f:.1f}\ntimes as long" in md
-    assert naive_c / tiled_c > 2 * (1 / (1 - skipped))  # skipping cannot explain the gap
+    assert naive_c / tiled_c > 2 * (1 / (1 - skipped))  # skipping alone cannot explain the gap
+    # the three ratios whose product is the causal gap, as the prose rounds them
+    ratios = (tiled_f / tiled_c, naive_c / naive_f, naive_f / tiled_f)
+    assert [f"{r:.1f}" for r in ratios] == ["2.5", "1.6", "1.3"], ratios
+    assert abs(ratios[0] * ratios[1] * ratios[2] - naive_c / tiled_c) < 1e-9
+    assert "the loop's\ntime without the mask against its causal time (2.5)" in md
+    assert "time without the mask (1.6), and the naive path's time against the loop's" in md
     assert f"printed {call_us} µs; if each of the loop's {calls}" in md
-    assert f"{calls} x {call_us} µs = {calls * call_us / 1000:.0f} ms" in md
-    assert 0.3 < calls * call_us / 1000 / tiled_c < 0.37  # "about a third"
+    assert f"{calls} x {call_us} µs = {calls * call_us / 1000:.1f} ms" in md
+    assert 0.11 < calls * call_us / 1000 / tiled_c < 0.14  # "about an eighth"
+    assert f"about an eighth of the causal\nloop's {tiled_c} ms at 1,024 tokens" in md
+
+
+def test_10_checkpoint_does_not_lower_the_forward_backward_peak():
+    """10 §5: "the peak memory of one call's forward and backward does not go down" in
+    torch.utils.checkpoint, "28.0 MiB both ways": the two printed peaks, checkpoint's not the
+    lower one (a checkpoint peak below the plain one fails)."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "does not go down (28.0 MiB both ways"))
+    plain = float(re.search(r"tiled, peak of forward \+ backward, plain: ([\d.]+) MiB", text)[1])
+    wrapped = float(
+        re.search(
+            r"tiled, peak of forward \+ backward, in torch\.utils\.checkpoint: ([\d.]+) MiB", text
+        )[1]
+    )
+    assert wrapped >= plain, (plain, wrapped)
+    assert (plain, wrapped) == (28.0, 28.0)  # "28.0 MiB both ways"
 
 
 def test_10_tile_counts_and_working_set_follow_from_the_printed_numbers():
     """10 §2: the causal loop skips (nb - 1) / (2 nb) of the tiles, "45 of the 100 below" (the
     figure's 55 of 100 computed), the block-128 shares of §3 too (the reversed reading, the
-    computed share, fails); §4: 1.03 MiB of tiles plus two 128 KiB blocks of K and V are
-    "1.28 MiB in all", fitting a 2 MiB L2 but not a 1 MiB one, and the 192 KiB of SRAM hold
-    "less than one such tile" of 256 KiB."""
+    computed share, fails); §4: 1.03 MiB of tiles and running sums plus three 128 KiB blocks of
+    Q, K and V are "1.41 MiB in all", fitting a 2 MiB L2 but not a 1 MiB one, and the 192 KiB of
+    SRAM hold "less than one such tile" of 256 KiB."""
     cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
     text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
     md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
@@ -5753,7 +6004,7 @@ def test_10_tile_counts_and_working_set_follow_from_the_printed_numbers():
     tile_kib = int(re.search(r"tile: (\d+) KiB", text).group(1))
     kv_kib = int(re.search(r"block of K or V: (\d+) KiB", text).group(1))
     sram_kib = int(re.search(r"(\d+) KiB of SRAM holds", text).group(1))
-    working_set = tiles + 2 * kv_kib / 1024
+    working_set = tiles + 3 * kv_kib / 1024  # the query block is the size of a K or V block
     assert f"{working_set:.2f} MiB in all" in md and 1 < working_set <= 2
     assert "with 2 MiB of it per core, not of those with 1 MiB or less" in md
     assert sram_kib < tile_kib and "less than one such tile" in md

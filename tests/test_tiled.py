@@ -13,6 +13,7 @@ from attn_course.tiled import (
     attention_tile,
     online_softmax,
     online_softmax_update,
+    peak_memory,
     tiled_attention,
 )
 
@@ -313,3 +314,26 @@ def test_recomputing_saves_the_loops_training_memory_without_fusing():
     assert plain > 2 * 256 * 256 * 4 and recomputed == 0, (plain, recomputed)
     for a, b in zip(plain_grads, grads, strict=True):
         torch.testing.assert_close(a, b)
+
+
+def test_checkpoint_does_not_lower_one_calls_training_peak():
+    """10 §5: checkpointing the loop frees its tiles between forward and backward, but the
+    backward re-runs the loop and saves them again: the peak of one call's forward and backward
+    does not go down (the reversed reading, a lower peak, fails)."""
+    from torch.utils.checkpoint import checkpoint
+
+    q, k, v = (torch.randn(1, 2, 256, 16, requires_grad=True) for _ in range(3))
+
+    def loop(q, k, v):
+        return tiled_attention(q, k, v, causal=True, block_size=32)
+
+    def plain(q, k, v):
+        loop(q, k, v).sum().backward()
+
+    def recomputed(q, k, v):
+        checkpoint(loop, q, k, v, use_reentrant=False).sum().backward()
+
+    plain_peak, recomputed_peak = peak_memory(plain, q, k, v), peak_memory(recomputed, q, k, v)
+    # the saved tiles alone: more than one (2, 256, 256) float32 tensor's worth
+    assert plain_peak > 2 * 256 * 256 * 4, plain_peak
+    assert recomputed_peak >= 0.95 * plain_peak, (plain_peak, recomputed_peak)

@@ -4943,7 +4943,12 @@ def test_04_contiguous_and_storage_claims_are_printed():
     )
     assert "contiguous() on a contiguous tensor returns the tensor itself: True\n" in text
     text = "\n".join(nearby_outputs(cells, "which is what `is_contiguous() == False` means"))
-    assert "same storage start as labels: True | same data_ptr(): False\n" in text
+    assert (
+        "same storage start as labels: True | same data_ptr(): False | storage_offset(): 6\n"
+        in text
+    )
+    part4 = next(c.source for c in cells if "## Part 4 ·" in c.source)
+    assert "plus a *storage offset*" in part4 and "keep the offset (slicing moves it" in part4
     labels = torch.arange(18).view(1, 3, 6)  # (b, num_tokens, d_out)
     assert labels.contiguous() is labels
     swapped = labels.view(1, 3, 2, 3).transpose(1, 2)  # (b, num_heads, num_tokens, head_dim)
@@ -4951,6 +4956,62 @@ def test_04_contiguous_and_storage_claims_are_printed():
     view = labels[:, 1:]  # (b, num_tokens - 1, d_out), storage offset 6
     assert view.untyped_storage().data_ptr() == labels.untyped_storage().data_ptr()
     assert view.data_ptr() == labels.data_ptr() + 6 * labels.element_size()
+    assert (labels.storage_offset(), view.storage_offset()) == (0, 6)  # slicing moves it
+    # view and transpose keep it (shape and strides alone cannot say where token 2 starts)
+    assert view.view(1, 2, 2, 3).transpose(1, 2).storage_offset() == 6
+    assert view.stride() == labels.stride()
+
+
+def test_04_view_merges_after_transpose_only_with_a_size_one_dim():
+    """04, Part 4: after transpose(1, 2), view merges (num_heads, head_dim) only when one of the
+    swapped dims (tokens, heads) or head_dim has size 1: the printed lines, and every small shape
+    recomputed. The other reading, a size-1 dim anywhere (b), does not help: b = 1 with 2 heads,
+    3 tokens and head_dim 3 still fails, and b = 2 does not stop the three cases."""
+    import itertools
+    import math
+
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "or `head_dim` is 1, does `view` still work"))
+    merged = re.findall(r"\((\d), (\d), (\d), (\d)\) swapped: stride .*, view gives", text)
+    assert merged == [("1", "2", "1", "3"), ("1", "1", "3", "3"), ("1", "2", "3", "1")]
+    for shape in itertools.product((1, 2), (1, 2, 3), (1, 2, 3), (1, 2, 3)):
+        b, num_heads, num_tokens, head_dim = shape
+        swapped = torch.arange(math.prod(shape)).view(shape).transpose(1, 2)
+        try:  # swapped: (b, num_tokens, num_heads, head_dim)
+            swapped.view(b, num_tokens, num_heads * head_dim)
+            works = True
+        except RuntimeError:
+            works = False
+        assert works == (1 in (num_heads, num_tokens, head_dim)), shape
+
+
+def test_04_identical_sequences_differ_only_under_dropout_in_training():
+    """04, Part 2: "identical because they went in identical and nothing here is random
+    (`dropout=0.0`; `eval()` mode would do the same) ... In training, dropout draws each
+    sequence's mask independently, so two identical sequences can come out different": the
+    dry run's module with dropout 0.1, over 200 seeds. "can", not "do": on this small example
+    some seeds draw the same mask on every visible weight (186 of seeds 0-1999 here)."""
+    from attn_course import data
+    from attn_course.attention import MultiHeadAttention
+
+    cells = nbformat.read(ROOT / "notebooks" / "04_stepwise_reshape.ipynb", as_version=4).cells
+    prose = next(c.source for c in cells if "went in identical" in c.source)
+    assert "(`dropout=0.0`; `eval()` mode would do the same)" in prose
+    assert "two identical sequences can come out different" in prose
+    batch = data.example("rows").batch(copies=2)  # (b, num_tokens, d_in), two equal sequences
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(d_in=6, d_out=6, context_length=3, dropout=0.1, num_heads=2)
+    with torch.no_grad():
+        out = mha.eval()(batch)  # (b, num_tokens, d_out)
+        assert torch.allclose(out[0], out[1], rtol=0, atol=1e-6)
+        mha.train()
+        gaps = []
+        for seed in range(200):
+            torch.manual_seed(seed)
+            out = mha(batch)
+            gaps.append((out[0] - out[1]).abs().max().item())
+    assert max(gaps) > 0.01  # different masks: different outputs
+    assert min(gaps) <= 1e-6  # the same mask on every visible weight: the same outputs
 
 
 def test_04_vaswani_per_head_projections_are_rows_of_the_linear_weight():

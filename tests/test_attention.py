@@ -343,14 +343,23 @@ def test_renormalising_subnormal_weights_is_finite_but_wrong_between_gaps_87_and
 
 
 @pytest.mark.parametrize(
-    ("dtype", "finite", "nan"), [(torch.float16, 17.0, 17.4), (torch.bfloat16, 92.0, 92.9)]
+    ("dtype", "finite", "nan", "smallest"),
+    [(torch.float16, 17.0, 17.4, 2.0**-24), (torch.bfloat16, 92.0, 92.9, 2.0**-133)],
 )
-def test_renormalising_weights_stored_in_16_bits_fails_at_smaller_gaps(dtype, finite, nan):
+def test_renormalising_weights_stored_in_16_bits_fails_at_smaller_gaps(
+    dtype, finite, nan, smallest
+):
     """Lecture 01: weights stored in float16 (normal numbers end at e^-9.70) renormalise to
     0.5 and 0.5 at a gap of 17 and to NaN past 17.33 = -log(half the smallest subnormal);
-    bfloat16 (float32's range, 7 mantissa bits) is NaN past 92.88, float32 only past 103.97.
-    The -inf way stays right in every dtype."""
+    bfloat16 has float32's normal range but 7 fraction bits, so its subnormals end at 2^-133,
+    not 2^-149, and it is NaN past 92.88, float32 only past 103.97. The -inf way stays right
+    in every dtype."""
     info = torch.finfo(dtype)
+    assert info.tiny * info.eps == smallest  # the smallest subnormal
+    if dtype == torch.bfloat16:
+        assert info.tiny == torch.finfo(torch.float32).tiny  # the same normal range
+        assert torch.tensor(smallest, dtype=dtype).item() == smallest
+        assert torch.tensor(smallest / 2, dtype=dtype).item() == 0.0  # a tie, to even 0
     assert -math.log(info.tiny * info.eps / 2) == pytest.approx(nan, abs=0.1)
     future = torch.tensor([False, False, True])
     right = torch.softmax(torch.tensor([0.0, 0.3]), dim=-1).to(dtype)
@@ -364,6 +373,33 @@ def test_renormalising_weights_stored_in_16_bits_fails_at_smaller_gaps(dtype, fi
         assert torch.equal(with_inf, right)
         if gap == finite:
             assert renormalised.tolist() == [0.5, 0.5]
+        else:
+            assert renormalised.isnan().all()
+
+
+@pytest.mark.parametrize(
+    ("gap", "one_key", "many_keys"), [(95.0, "right", "wrong"), (100.0, "right", "nan")]
+)
+def test_many_future_keys_at_the_top_lower_every_gap_by_ln_n(gap, one_key, many_keys):
+    """Lecture 01: the gaps (subnormal past 87.34, NaN past 103.97) are for one future key at
+    the top. A visible weight is e^(s_j - s_max) / Z and Z counts every future key near the
+    top, so 1000 tied future keys lower each gap by ln 1000 = 6.91 (to 80.43 and 97.06): at a
+    gap of 95 renormalising gives 3/7 = 0.42857 instead of 0.42556, at 100 NaN, where one
+    future key gives finite weights within 5e-5 of the right ones. More keys never raise a gap:
+    the reversed reading (more keys, safer) fails both rows. The -inf way is right always."""
+    right = torch.softmax(torch.tensor([0.0, 0.3]), dim=-1)  # [0.42556, 0.57444]
+    assert math.log(2.0**126 / 1000) == pytest.approx(80.43, abs=0.005)
+    assert math.log(2.0**150 / 1000) == pytest.approx(97.06, abs=0.005)
+    for n, expected in ((1, one_key), (1000, many_keys)):
+        row = torch.cat([torch.tensor([0.0, 0.3]), torch.full((n,), 0.3 + gap)])  # (num_keys,)
+        full = torch.softmax(row, dim=-1)[:2]
+        renormalised = full / full.sum()
+        with_inf = torch.softmax(row.masked_fill(torch.arange(n + 2) >= 2, -torch.inf), dim=-1)
+        torch.testing.assert_close(with_inf[:2], right)
+        if expected == "right":
+            torch.testing.assert_close(renormalised, right, atol=5e-5, rtol=0)
+        elif expected == "wrong":
+            assert renormalised.tolist() == pytest.approx([3 / 7, 4 / 7])
         else:
             assert renormalised.isnan().all()
 

@@ -4923,7 +4923,7 @@ def test_bug_zoo_mask_without_unsqueeze_lands_on_the_heads():
 
 def test_bug_zoo_checklist_table_says_what_the_summary_says():
     """07: "Comparing with F.scaled_dot_product_attention ... catches bugs 1 and 2", "a gradient
-    for every parameter (bug 1)", "zero future weights and no future leak (bug 2)", "Rows
+    for every weight matrix (bug 1)", "zero future weights and no future leak (bug 2)", "Rows
     summing to 1 hold even for bugs 1 and 2": the stored table, row by row and column by
     column (a swapped bug or check fails)."""
     cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
@@ -4931,18 +4931,79 @@ def test_bug_zoo_checklist_table_says_what_the_summary_says():
     assert "Rows summing to 1 hold even for bugs 1 and 2." in prose
     text = next(c for c in cells if c.get("id") == "07-034").outputs[0]["text"]
     checks = ["rows sum to 1", "future weights 0", "no future leak", "matches fused"]
-    checks.append("all get grads")
+    checks.append("weights get grads")
     failed = {}
-    for line in text.splitlines()[1:]:
+    assert text.endswith(
+        "no gradient, MultiHeadAttention with biases: ['W_key.bias']\n"
+        "the same in float64: ['W_key.bias']\n"
+    )
+    for line in text.splitlines()[1:5]:
         name, marks = line[:26].strip(), line[26:].split()
         failed[name] = {c for c, mark in zip(checks, marks, strict=True) if mark == "NO"}
     assert failed["MultiHeadAttention"] == failed["MultiHeadAttentionWrapper"] == set()
-    assert failed["bug 1: keys swapped"] == {"matches fused", "all get grads"}
+    assert failed["bug 1: keys swapped"] == {"matches fused", "weights get grads"}
     assert failed["bug 2: mask not applied"] == {
         "future weights 0",
         "no future leak",
         "matches fused",
     }
+
+
+def _bug_zoo_definitions(*cell_ids: str) -> dict:
+    """The classes and functions that the 07 cells ``cell_ids`` define (their prints not run)."""
+    import ast
+    import copy
+
+    from torch import nn
+
+    import attn_course.attention as attention
+
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    namespace = {"copy": copy, "torch": torch, "nn": nn, **vars(attention)}
+    for cell in (c for c in cells if c.get("id") in cell_ids):
+        tree = ast.parse(cell.source)
+        tree.body = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+        exec(compile(tree, "07_bug_zoo", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def test_bug_zoo_key_bias_gets_no_gradient_query_bias_does():
+    """07, checklist item 5: "The key projection's bias is the exception: it adds q . b_k to every
+    score in a query's row, and softmax ignores a shift shared by the whole row, so its gradient
+    is exactly 0 in correct attention". Bug 2's lecture-notes module (qkv_bias=True, seed 123,
+    the rows batch) in float64: the key bias's gradient is 0 up to rounding, the query bias's is
+    not (the reversed reading, queries for keys, fails). The notebook's relative check names
+    exactly the key bias, in float32 and float64, for the weight-split module, the wrapper and
+    bug 2's unmasked module, and still names bug 1's W_key, which never trains."""
+    from attn_course.attention import MultiHeadAttention, MultiHeadAttentionWrapper
+    from attn_course.data import example
+
+    nb = _bug_zoo_definitions("07-003", "07-007", "07-013")
+    params_without_gradient = nb["params_without_gradient"]
+    rows = example("rows").batch(copies=2)  # (b, num_tokens, d_in) = (2, 3, 6)
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(6, 6, context_length=3, dropout=0.0, num_heads=2, qkv_bias=True)
+    exact = mha.double()
+    exact(rows.double()).sum().backward()
+    largest = max(p.grad.norm().item() for p in exact.parameters())
+    assert exact.W_key.bias.grad.norm().item() < 1e-14 * largest
+    assert exact.W_query.bias.grad.norm().item() > 1e-3 * largest
+    assert exact.W_key.weight.grad.norm().item() > 1e-3 * largest
+    assert params_without_gradient(exact, rows.double()) == ["W_key.bias"]
+    assert params_without_gradient(exact.float(), rows) == ["W_key.bias"]
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 3)  # (b, num_tokens, d_in)
+    wrapper = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias=True).eval()
+    assert params_without_gradient(wrapper, x) == ["heads.0.W_key.bias", "heads.1.W_key.bias"]
+    unmasked = nb["MaskNotApplied"](6, 6, 3, 0.0, num_heads=2, qkv_bias=True)  # bug 2: no mask
+    assert params_without_gradient(unmasked, rows) == ["W_key.bias"]
+
+    swapped = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias=True)
+    exhibit = nb["KeysSwappedForValues"]
+    swapped.heads = torch.nn.ModuleList(exhibit(3, 2, 6, 0.0, qkv_bias=True) for _ in range(2))
+    flagged = params_without_gradient(swapped.eval(), x)
+    assert flagged == [f"heads.{h}.W_key.{p}" for h in (0, 1) for p in ("weight", "bias")]
 
 
 def test_04_notes_stream_drops_only_a_hidden_future_weight():

@@ -10,12 +10,18 @@ as the prose rounds it, differs from the stated figure.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 
 import nbformat
 import pytest
 import torch
 from support import ROOT
+
+from attn_course.corpus import load_corpus
+from attn_course.generation import generate
+from attn_course.lm import pretrained_lm
+from attn_course.lm import tokenizer as lm_tokenizer
 
 WINDOW = 3
 
@@ -211,9 +217,9 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "they differ by 0.038",
-        "0.038",
-        3,
+        "(at step 100\nby 0.0376)",
+        "0.0376",
+        4,
         r"step 100 ([\d.]+), from step 150",
     ),
     (
@@ -477,10 +483,17 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "the best induction score is 0.01 (L0 H2)",
-        "0.01",
+        "the best induction score of any head is 0.007",
+        "0.007",
+        3,
+        r"plain windows \(recorded\) +[\d.]+ +[\d.]+ +L\d H\d ([\d.]+)",
+    ),
+    (
+        "11_language_model",
+        "against 0.67 for the shipped model's L1 H2",
+        "0.67",
         2,
-        r"plain windows \(recorded\) +[\d.]+ +[\d.]+ +L0 H2 ([\d.]+)",
+        r"shipped \(repeat share 0\.25\) +[\d.]+ +[\d.]+ +L1 H2 ([\d.]+)",
     ),
     (
         "11_language_model",
@@ -3433,14 +3446,14 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "(0.46 over queries 1 to 63, 0.03 over 64 to 127)",
+        "(0.46 over queries 1 to 63, 0.03 over 64 to 127;",
         "0.46",
         2,
         r"L1 H2 on key 0: queries 1 to 63 ([\d.]+)",
     ),
     (
         "11_language_model",
-        "(0.46 over queries 1 to 63, 0.03 over 64 to 127)",
+        "(0.46 over queries 1 to 63, 0.03 over 64 to 127;",
         "0.03",
         2,
         r"L1 H2 on key 0: .*queries 64 to 127 ([\d.]+)",
@@ -3468,7 +3481,7 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "uniform head scores (0.011)",
+        "below a uniform head's 0.011",
         "0.011",
         3,
         r"on the repeat test: ([\d.]+)",
@@ -3496,9 +3509,9 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "the two agree within 0.020 nats",
-        "0.020",
-        3,
+        "the two differ by at most 0.0203 nats",
+        "0.0203",
+        4,
         r"from step 150 on at most ([\d.]+) nats",
     ),
     (
@@ -3542,6 +3555,62 @@ CLAIMS = [
         "1.7",
         1,
         r"real words, T = 0\.8 minus T = 1\.0, paired by seed: [\d.]+ = ([\d.]+) standard",
+    ),
+    (
+        "11_language_model",
+        "queries 16 to\n31 give key 0 0.50 here, 0.18 where",
+        "0.50",
+        2,
+        r"queries 16 to 31: ([\d.]+) in these passages",
+    ),
+    (
+        "11_language_model",
+        "queries 16 to\n31 give key 0 0.50 here, 0.18 where",
+        "0.18",
+        2,
+        r"queries 16 to 31: [\d.]+ in these passages, ([\d.]+) where",
+    ),
+    (
+        "11_language_model",
+        "the model reads at most 128\ncharacters",
+        "128",
+        0,
+        r"the model reads at most (\d+): new characters",
+    ),
+    (
+        "11_language_model",
+        "from the 122nd new character on",
+        "122",
+        0,
+        r"new characters (\d+) to 160 are drawn after a restart",
+    ),
+    (
+        "11_language_model",
+        "generation has restarted on the last 64",
+        "64",
+        0,
+        r"after a restart on the last (\d+)",
+    ),
+    (
+        "11_language_model",
+        "That text is one 16-character line",
+        "16",
+        0,
+        r"looping text \(seed \d+\): .* \((\d+) characters\)",
+    ),
+    (
+        "11_language_model",
+        "and a line break, 10 times over",
+        "10",
+        0,
+        r"looping text \(seed \d+\): .* characters\) ([\d.]+) times",
+    ),
+    (
+        "11_language_model",
+        "at a\nloss of 0.08 nats per character",
+        "0.08",
+        2,
+        r"looping text \(seed \d+\): .* times, loss ([\d.]+) nats/char",
     ),
     (
         "11_language_model",
@@ -6215,6 +6284,80 @@ def test_11_first_token_head_parks_early_as_section_5_prints():
     values = [float(v) for v in re.findall(r"H\d ([\d.]+)", layer3)]
     assert len(values) == 4 and all(v <= uniform for v in values), (values, uniform)
     assert sum(v == uniform for v in values) == 3 and min(values) == 0.11
+
+
+def test_11_shipped_weights_command_is_the_recorded_one():
+    """11: both places that name the command behind the shipped weights give the one recorded in
+    benchmarks/shakespeare_run.json (with ``--save``, else it keeps no weights, and its thread
+    count), and the bare ``train shakespeare`` is not offered as that command anywhere."""
+    record = json.loads((ROOT / "benchmarks" / "shakespeare_run.json").read_text())
+    command = record["command"]
+    assert "--save shakespeare.pt" in command and f"--threads {record['threads']}" in command
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    md = [c.source for c in cells if c.cell_type == "markdown"]
+    assert sum(f"`{command}`" in source for source in md) == 2
+    assert not any("`python -m attn_course train shakespeare`" in source for source in md)
+
+
+@pytest.mark.slow  # runs the shipped model on 16 passages (about a second)
+def test_11_first_token_weight_falls_along_the_queries_and_a_copy_lowers_it():
+    """11 §4: L1 H2's weight on key 0 is column 0 of its weights, averaged over blocks of 16
+    queries (rows) of the notebook's 8 plain passages: it falls block by block as printed and
+    as the prose lists it; reading row 0 instead (query 0's weight on keys 0-15, 16-31, ...)
+    gives other numbers. With each passage's first 16 characters repeated, queries 16 to 31
+    (each with a copy 16 back) give key 0 less than in the plain passages."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    line = re.search(r"L1 H2 on key 0, queries (0-15 .*)", text).group(1)
+    printed = [float(v) for v in re.findall(r"\d+-\d+ ([\d.]+)", line)]
+    assert len(printed) == 8 and printed == sorted(printed, reverse=True)
+    listed = ", ".join(f"{v:.2f}" for v in printed[:4]) + ", then "
+    listed += ", ".join(f"{v:.2f}" for v in printed[4:])
+    assert f"16 queries {listed}" in md.replace("\n", " ")
+    plain, copied = map(float, re.search(r"queries 16 to 31: ([\d.]+) in these passages, ([\d.]+)",
+                                         text).groups())  # fmt: skip
+    assert copied < plain == printed[1]
+
+    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
+    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
+    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
+
+    @torch.no_grad()
+    def l1h2(passage: str) -> torch.Tensor:  # (n, n): L1 H2's weights, query rows, key columns
+        model(torch.tensor([tok.encode(passage)]))
+        return model.attention_weights()[1, 0, 2]
+
+    weights = torch.stack([l1h2(t) for t in texts])  # (8, n, n)
+    column = [round(weights[:, q : q + 16, 0].mean().item(), 2) for q in range(0, 128, 16)]
+    row = [round(weights[:, 0, q : q + 16].mean().item(), 2) for q in range(0, 128, 16)]
+    assert column == printed and row != printed
+    repeated = torch.stack([l1h2((t[:16] * 8)[: len(t)]) for t in texts])  # (8, n, n)
+    assert round(repeated[:, 16:32, 0].mean().item(), 2) == copied
+
+
+def test_11_generation_restarts_at_the_new_character_the_notebook_prints():
+    """11 §7: with an 8-character prompt, new character 121 is still drawn from the whole text
+    and 122 is the first drawn after generate's restart on the last 64 characters."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    first, half = map(int, re.search(r"new characters (\d+) to 160 are drawn after a restart "
+                                      r"on the last (\d+)", text).groups())  # fmt: skip
+    model, tok = pretrained_lm(), lm_tokenizer()
+    prompt = torch.tensor([tok.encode("JULIET:\n")])  # (1, 8)
+    tokens, logits = generate(model, prompt, 160, temperature=1.0,
+                              generator=torch.Generator().manual_seed(2))  # fmt: skip
+    with torch.no_grad():
+        for new in (first - 1, first):  # new character `new` is drawn at step new - 1
+            end = prompt.shape[1] + new - 1  # the tokens before it
+            whole = model(tokens[:, max(0, end - model.cfg.context_length) : end])[0, -1]
+            restarted = model(tokens[:, end - (new - first) - half : end])[0, -1]
+            drawn = logits[0, new - 1]
+            if new < first:
+                assert torch.allclose(drawn, whole, atol=1e-4)
+            else:
+                assert torch.allclose(drawn, restarted, atol=1e-4)
+                assert not torch.allclose(drawn, whole, atol=1e-2)
 
 
 def test_02_mean_spread_outgrows_sqrt_head_dim_its_root_mean_square_does_not():

@@ -3267,6 +3267,7 @@ CLAIMS = [
         r"float32 tensor at n = 1,024: (\d+) MiB",
     ),
     ("10_tiled_attention", "(the 1 MiB mask", "1", 0, r"bool mask: (\d+) MiB"),
+    ("10_tiled_attention", "stays below the asserted `1e-13`", "1e-13", 15, r"below (1e-13): True"),
     (
         "10_tiled_attention",
         "at 1,024 tokens, the only length timed that",
@@ -5546,6 +5547,24 @@ def test_tiled_traffic_claims():
     naive = [float(r[2]) for r in rows if r[1] == "naive"]
     assert len(naive) == 3 and all(b / a == 4 for a, b in zip(naive, naive[1:], strict=False))
     assert [float(r[2]) for r in rows if r[1] == "tiled"] == [0.0, 0.0, 0.0]
+
+
+def test_10_fused_row_reads_q_k_v_once_the_loop_once_per_query_block():
+    """10 §4: the fused row counts only the kernel's boundary, "it reads Q, K and V once"; the
+    tiled loop reads each K and V block once per query block (the reversed reading, the loop
+    reading them once and the kernel more, fails)."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "its row counts only that operator's boundary"))
+    rows = re.findall(r"\n +(\d+) +(fused|tiled) +[\d.]+ +([\d.]+) +[\d.]+", text)
+    assert len(rows) == 6, rows
+    for n, path, qkv in rows:
+        once = 3 * 4 * int(n) * 64 * 4 / 2**20  # q, k, v: (1, 4, n, 64) float32 each
+        if path == "fused":
+            assert float(qkv) == round(once, 1), (n, qkv)
+        else:
+            nb = int(n) // 128  # query blocks; K and V blocks read once per visited tile
+            want = (4 * int(n) * 64 * 4 + 2 * nb * (nb + 1) // 2 * 4 * 128 * 64 * 4) / 2**20
+            assert float(qkv) == round(want, 1) and float(qkv) > once, (n, qkv)
 
 
 def test_tiled_loop_beats_naive_in_the_stored_run():

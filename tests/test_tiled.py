@@ -337,3 +337,87 @@ def test_checkpoint_does_not_lower_one_calls_training_peak():
     # the saved tiles alone: more than one (2, 256, 256) float32 tensor's worth
     assert plain_peak > 2 * 256 * 256 * 4, plain_peak
     assert recomputed_peak >= 0.95 * plain_peak, (plain_peak, recomputed_peak)
+
+
+def test_online_softmax_first_block_of_only_minus_inf_gives_nan():
+    """10 §1: the online softmax equals the two-pass one for rows of finite scores; a FIRST block
+    of only -inf gives exp(-inf - -inf) = NaN, so the result then depends on the block size.
+    A later all -inf block is harmless (the reversed reading, a last block, fails)."""
+    row = np.array([-np.inf, 1.0, 2.0])
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(online_softmax(row, block_size=1)).all()
+    for block_size in (2, 3):
+        np.testing.assert_allclose(online_softmax(row, block_size), two_pass_softmax(row))
+    last = np.array([1.0, 2.0, -np.inf])
+    np.testing.assert_allclose(online_softmax(last, block_size=1), two_pass_softmax(last))
+
+
+def test_online_softmax_differs_from_two_pass_in_float64_last_digits():
+    """10 §1: "below the asserted 1e-13, a loose bound: the differences are of the order of
+    float64's last digits": the notebook's own draws (rng 123, first use) and 20 other seeds,
+    worst relative difference of s and of the softmax within 10 units of float64's eps."""
+    eps = np.finfo(np.float64).eps
+    for seed in (123, *range(20)):
+        rng, worst = np.random.default_rng(seed), 0.0
+        for size in (1, 7, 100, 1000):  # the notebook's loop
+            for block_size in (1, 3, 64):
+                row = rng.normal(scale=20.0, size=size)
+                m, s = -np.inf, 0.0
+                for start in range(0, size, block_size):
+                    m, s = online_softmax_update(m, s, row[start : start + block_size])
+                s_error = abs(s / np.exp(row - row.max()).sum() - 1)
+                ratio = online_softmax(row, block_size) / two_pass_softmax(row)
+                worst = max(worst, s_error, np.max(np.abs(ratio - 1)))
+        assert 0 < worst <= 10 * eps, (seed, worst / eps)
+
+
+def test_4d_matmul_is_expands_views_one_bmm_and_an_unsafe_view():
+    """10 §5: one Python `@` on 4-D tensors becomes several ATen calls (expand and view of each
+    operand, bmm, _unsafe_view); the causal loop at n = 1024, block 128, makes two per tile."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops[func.overloadpacket.__name__] += 1
+            return func(*args, **(kwargs or {}))
+
+    a, b = torch.randn(1, 4, 128, 64), torch.randn(1, 4, 64, 128)
+    with torch.no_grad(), Ops() as one:
+        _ = a @ b
+    assert one.ops == {"expand": 2, "view": 2, "bmm": 1, "_unsafe_view": 1}, one.ops
+    x = torch.randn(1, 4, 1024, 64)
+    with torch.no_grad(), Ops() as loop:
+        tiled_attention(x, x, x, causal=True, block_size=128)
+    tiles = 8 * 9 // 2
+    assert loop.ops["bmm"] == 2 * tiles and loop.ops["_unsafe_view"] == 2 * tiles
+    assert loop.ops["expand"] == loop.ops["view"] == 4 * tiles and loop.ops.total() == 1050
+
+
+def test_log_sum_exp_is_m_plus_log_s_after_the_last_key_block():
+    """10 §5: LSE_i = m_i + log s_i from the running statistics, the logsumexp of query i's scaled
+    scores over the KEYS (the reversed reading, over the queries, fails); exp(score - LSE)
+    gives the attention weights without a max or a sum."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (
+        torch.randn(2, 5, 8, generator=g),
+        torch.randn(2, 11, 8, generator=g),
+        torch.randn(2, 11, 3, generator=g),
+    )
+    scaled_q = q / 8**0.5
+    m, s, acc = torch.full((2, 5, 1), -torch.inf), torch.zeros(2, 5, 1), torch.zeros(2, 5, 3)
+    for start in range(0, 11, 4):
+        m, s, acc = attention_tile(
+            scaled_q, k[:, start : start + 4], v[:, start : start + 4], m, s, acc
+        )
+    lse = m + s.log()  # (2, 5, 1)
+    scores = scaled_q @ k.transpose(-2, -1)  # (2, 5, 11): queries x keys
+    torch.testing.assert_close(lse, torch.logsumexp(scores, dim=-1, keepdim=True))
+    assert not torch.allclose(lse.squeeze(-1), torch.logsumexp(scores, dim=-2)[..., :5])
+    torch.testing.assert_close(torch.exp(scores - lse), torch.softmax(scores, dim=-1))
+    torch.testing.assert_close(acc / s, torch.exp(scores - lse) @ v)

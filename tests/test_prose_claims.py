@@ -2770,10 +2770,31 @@ CLAIMS = [
     ),
     (
         "07_bug_zoo",
-        "most 0.019), so every row of weights",
+        "at the median and at most 0.019, against",
         "0.019",
         3,
         r"norms only: .* varies across queries by at most ([\d.]+)\n",
+    ),
+    (
+        "07_bug_zoo",
+        "varies by 0.0055 at the median",
+        "0.0055",
+        4,
+        r"\n  median across queries ([\d.]+) \(mean weight 0.1\)",
+    ),
+    (
+        "07_bug_zoo",
+        "is 0.246 into layer 2's attention",
+        "0.246",
+        3,
+        r"the tokens' spread: ([\d.]+) into layer 2's attention",
+    ),
+    (
+        "07_bug_zoo",
+        "and 0.00088 out of it",
+        "0.00088",
+        5,
+        r"into layer 2's attention, ([\d.]+) out of it\n",
     ),
     (
         "07_bug_zoo",
@@ -4933,6 +4954,23 @@ def test_bug_zoo_norms_only_rows_agree_across_queries_not_keys():
     over_keys = (weights.amax(dim=3) - weights.amin(dim=3)).max().item()
     assert round(over_queries, 3) == printed == 0.019
     assert over_keys > 3 * over_queries
+    # "varies by 0.0055 at the median": over the queries; the median over the keys is larger.
+    median = re.search(r"\n  median across queries ([\d.]+) ", text).group(1)
+    assert round((weights.amax(dim=2) - weights.amin(dim=2)).median().item(), 4) == 0.0055
+    assert float(median) == 0.0055
+    assert (weights.amax(dim=3) - weights.amin(dim=3)).median().item() > 2 * 0.0055
+    # "the tokens' spread ... is 0.246 into layer 2's attention and 0.00088 out of it": the
+    # spread across the tokens (dim 1 of (b, num_tokens, d_model)); across the features
+    # (dim 2), the reversed reading, the output still spreads by far more than 0.00088.
+    with torch.no_grad():
+        out = second.att(h)[0]  # (b, num_tokens, d_model)
+
+    def spread(t: torch.Tensor, dim: int) -> float:
+        return (t - t.mean(dim=dim, keepdim=True)).pow(2).mean().sqrt().item()
+
+    assert "the tokens' spread: 0.246 into layer 2's attention, 0.00088 out of it" in text
+    assert (round(spread(h, 1), 3), round(spread(out, 1), 5)) == (0.246, 0.00088)
+    assert spread(out, 2) > 100 * spread(out, 1)
 
 
 def test_bug_zoo_norms_and_residuals_over_seeds():
@@ -4989,6 +5027,29 @@ def test_bug_zoo_mask_without_unsqueeze_lands_on_the_heads():
     text = next(c for c in cells if c.get("id") == "07-bug5-fix-b").outputs[0]["text"]
     assert "b = 2, 8 heads: RuntimeError:" in text
     assert "head by head: [0, 1, 2, 3]" in text
+
+
+def test_bug_zoo_two_d_mask_is_read_as_queries_by_keys():
+    """07, bug 5's symptom: "a 2-D mask is always read as (num_queries, num_keys), so a (b, S)
+    key-padding mask with b == num_queries still slips through and hides keys query by query
+    instead of sequence by sequence": the printed line, and the package recomputed. Sequence 1
+    has no padding; read per sequence it would hide [0, 0, 0, 0, 0]."""
+    from attn_course.attention import padding_mask, scaled_dot_product_attention
+
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "a 2-D mask is always read as\n`(num_queries, num_keys)`" in prose
+    text = next(c for c in cells if c.get("id") == "a5b884ac").outputs[0]["text"]
+    line = "keys hidden from sequence 1, query by query: [0, 1, 2, 3, 4]\n"
+    assert text.endswith(line)
+    zeros = torch.zeros(5, 4, 5, 4)  # (b, num_heads, num_tokens, head_dim), b == num_tokens
+    key_padding = padding_mask([5, 4, 3, 2, 1], 5)[:, 0, 0]  # (b, S)
+    _, weights = scaled_dot_product_attention(zeros, zeros, zeros, key_padding)
+    hidden = weights == 0  # (b, num_heads, query, key)
+    assert hidden[0, 0].sum(dim=-1).tolist() == [0, 1, 2, 3, 4]  # row i = sequence i's padding
+    per_sequence = key_padding[:, None, None, :].expand(5, 4, 5, 5)  # the intended reading
+    assert per_sequence[0, 0].sum(dim=-1).tolist() == [0, 0, 0, 0, 0]
+    assert torch.equal(hidden, key_padding.expand(5, 4, 5, 5))
 
 
 def test_bug_zoo_checklist_table_says_what_the_summary_says():

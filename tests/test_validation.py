@@ -229,6 +229,22 @@ def test_sdpa_accepts_the_documented_mask_shapes(shape):
     assert torch.allclose(context, scaled_dot_product_attention(q, q, q)[0])
 
 
+def test_sdpa_reads_a_2d_mask_as_queries_by_keys_even_when_b_equals_num_queries():
+    """A 2-D mask is (num_queries, num_keys) for every sequence and head, whatever the sizes:
+    with b == num_queries a (b, num_keys) key-padding mask is accepted and row i hides keys from
+    query i of every sequence (07 says so); with b != num_queries it is refused with the
+    conversion mask[:, None, None, :]."""
+    mask = padding_mask([4, 3, 2, 1], 4)[:, 0, 0]  # (b, num_keys) = (4, 4)
+    q = torch.randn(4, 2, 4, 3)  # (b, num_heads, num_queries, head_dim), b == num_queries
+    _, weights = scaled_dot_product_attention(q, q, q, mask=mask)
+    assert torch.equal(weights == 0, mask.expand(4, 2, 4, 4))  # per query, not per sequence
+    assert not (weights[0] == 0).all(dim=-1).any() and (weights[0, :, 1:] == 0).any()
+    q = torch.randn(4, 2, 5, 3)  # num_queries = 5 != b
+    mask = padding_mask([4, 3, 2, 1], 5)[:, 0, 0]  # (b, num_keys) = (4, 5)
+    with pytest.raises(ValueError, match=r"mask\[:, None, None, :\]; a rank-2 mask here is always"):
+        scaled_dot_product_attention(q, q, q, mask=mask)
+
+
 def test_sdpa_takes_a_3d_mask_for_3d_scores_but_not_for_4d():
     """07: "accepts no 3-D mask for 4-D (multi-head) scores: it wants the mask at the scores'
     rank, or 2-D". With 3-D scores a (b, 1, num_keys) padding mask is the scores' rank."""

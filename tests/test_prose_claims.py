@@ -4877,6 +4877,92 @@ CLAIMS = [
         1,
         r"\n +129-256 +[\d.]+ ms +[\d.]+ ms +([\d.]+)x",
     ),
+    # 08, review r08h: the untrained loss over initialisation seeds, the combined no-lookup
+    # rule, layer 1's attention under patching, and the unrounded gap between the two tasks
+    (
+        "08_trained_attention",
+        "ranges from 4.01 to 5.15 (mean 4.66;",
+        "4.01",
+        2,
+        r"initialisation seeds 0 to 19: ([\d.]+) to",
+    ),
+    (
+        "08_trained_attention",
+        "ranges from 4.01 to 5.15 (mean 4.66;",
+        "5.15",
+        2,
+        r"initialisation seeds 0 to 19: [\d.]+ to ([\d.]+) nats",
+    ),
+    (
+        "08_trained_attention",
+        "ranges from 4.01 to 5.15 (mean 4.66;",
+        "4.66",
+        2,
+        r"initialisation seeds 0 to 19: .* mean ([\d.]+);",
+    ),
+    (
+        "08_trained_attention",
+        "below ln 75 for 1 of the 20",
+        "1",
+        0,
+        r"below ln\(V\) for (\d+) of 20",
+    ),
+    (
+        "08_trained_attention",
+        "not the current token gets 59.4%",
+        "59.4",
+        1,
+        r"both: best-ranked offset whose token occurred once, not current +([\d.]+)%",
+    ),
+    (
+        "08_trained_attention",
+        "rises from 0.09 to 0.86 to 0.95 per head",
+        "0.09",
+        2,
+        r"clean answer's position, H0-H3: corrupted ([\d.]+) ",
+    ),
+    (
+        "08_trained_attention",
+        "rises from 0.09 to 0.86 to 0.95 per head",
+        "0.09",
+        2,
+        r"clean answer's position, H0-H3: corrupted (?:[\d.]+ ){3}([\d.]+),",
+    ),
+    (
+        "08_trained_attention",
+        "rises from 0.09 to 0.86 to 0.95 per head",
+        "0.86",
+        2,
+        r"with L0 H3 patched [\d.]+ ([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "rises from 0.09 to 0.86 to 0.95 per head",
+        "0.95",
+        2,
+        r"with L0 H3 patched ([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "99.93% - 99.18% = 0.75 points",
+        "99.93",
+        2,
+        r"the two tasks' shipped models: ([\d.]+)% - ",
+    ),
+    (
+        "08_trained_attention",
+        "99.93% - 99.18% = 0.75 points",
+        "99.18",
+        2,
+        r"the two tasks' shipped models: [\d.]+% - ([\d.]+)% = ",
+    ),
+    (
+        "08_trained_attention",
+        "99.93% - 99.18% = 0.75 points",
+        "0.75",
+        2,
+        r"the two tasks' shipped models: .* = ([\d.]+) points",
+    ),
 ]
 
 
@@ -6749,3 +6835,47 @@ def test_08_keys_not_queries_carry_the_accuracy():
         float(printed["queries"]),
     )
     assert keys_only < 30 < 99 < queries_only
+
+
+def test_08_patching_l0_h3_moves_layer1_queries_onto_the_clean_answer():
+    """08 §8, review r08h: with L0 H3 patched from the clean run, each layer-1 query t puts
+    0.86 to 0.95 of its weight on the key after the earlier copy of its token in the clean
+    input (0.09 without the patch). Read as rows = queries, columns = keys; the transposed
+    reading (query = that key, key = t) lies above the causal diagonal and gives 0."""
+    from attn_course.circuits import patched
+    from attn_course.tasks import TASKS
+    from attn_course.training import pretrained
+
+    cells = nbformat.read(ROOT / "notebooks" / "08_trained_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "rises from 0.09 to 0.86 to 0.95 per head"))
+    found = re.search(r"H0-H3: corrupted ([\d. ]+), with L0 H3 patched ([\d. ]+)", text)
+    printed = [[float(v) for v in group.split()] for group in found.groups()]
+    model = pretrained("induction")
+    batch = TASKS["induction"].batch(500, seed=1)
+    tokens, scored = batch.tokens, batch.scored
+    length = scored.sum(dim=1) + 1  # (b,)
+    start = scored.float().argmax(dim=1) - length  # (b,): where the first copy starts
+    corrupted = tokens.clone()
+    for i in range(len(tokens)):  # the first copy of each segment, reversed
+        first = slice(int(start[i]), int(start[i] + length[i]))
+        corrupted[i, first] = tokens[i, first].flip(0)
+    rows = scored.nonzero()  # (num_scored, 2): sequence, query t
+    seq, t = rows[:, 0], rows[:, 1]
+    # the key j after the earlier copy of token t, in the clean input
+    earlier = (tokens[seq, :] == tokens[seq, t][:, None]) & (torch.arange(32) < t[:, None])
+    key = earlier.float().argmax(dim=1) + 1  # (num_scored,)
+    assert (tokens[seq, key] == batch.targets[seq, t]).all()
+
+    def by_head(query: torch.Tensor, key_: torch.Tensor) -> list[float]:
+        layer1 = model.attention_weights()[1]  # (b, num_heads, num_tokens, num_tokens)
+        return [round(v, 2) for v in layer1[seq, :, query, key_].mean(dim=0).tolist()]
+
+    with torch.no_grad():
+        model(corrupted)
+        unpatched = by_head(t, key)
+        with patched(model, [(0, 3)], tokens):
+            model(corrupted)
+            patched_rows, transposed = by_head(t, key), by_head(key, t)
+    assert [unpatched, patched_rows] == printed
+    assert min(patched_rows) > 0.8 > 0.2 > max(unpatched)
+    assert max(transposed) == 0.0

@@ -4585,7 +4585,7 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "hardly better than the 3.272",
+        "pays 3.272, and guessing",
         "3.272",
         3,
         r"frequency in the training plays: ([\d.]+) nats",
@@ -6428,6 +6428,39 @@ def test_09_loop_rule_edge_texts_are_the_two_of_top_p():
         assert abs(float(distinct_2) - 0.5) < 0.05
     table = "\n".join(nearby_outputs(cells, "loops in 5 of 16"))
     assert re.search(r"top-p 0\.9 +5/16", table)
+
+
+def test_09_greedy_and_beam_loop_on_both_prompts_sampling_in_9_of_64():
+    """09 §1: greedy decoding and beam search "loop on both prompts tried (all 8 of their texts:
+    greedy's 2 and the 6 of 2, 3 and 4 beams, distinct-2 at most 0.18), while sampling loops in
+    9 of its 64 texts": the stored beam table has 8 rows over 2 prompts, all below the loop rule
+    (distinct-2 < 0.5), the largest 0.18; the score table's sampled rows add up to 9 of 64."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    md = next(c.source for c in cells if c.cell_type == "markdown" and "loop on both\n" in c.source)
+    assert "(all 8 of their texts" in md and "sampling loops in 9 of its 64 texts" in md
+    beams = next(text_outputs(c) for c in cells if "beam_texts = {}" in c.source)
+    rows = re.findall(r"\n('.*?') +(\d) (?:\(greedy\))? +-[\d.]+ +[\d.]+ +([\d.]+)", beams)
+    assert len(rows) == 8 and len({prompt for prompt, _, _ in rows}) == 2, rows
+    assert sorted(int(width) for _, width, _ in rows) == [1, 1, 2, 2, 3, 3, 4, 4]
+    distinct_2 = [float(d) for _, _, d in rows]
+    assert max(distinct_2) == 0.18 and max(distinct_2) < 0.5
+    table = "\n".join(nearby_outputs(cells, "loops in 5 of 16"))
+    assert re.search(r"greedy +2/2", table)
+    sampled = re.findall(r"\n(T = .+?) +(\d+)/(\d+) +\d+% ±", table)  # the score table
+    assert len(sampled) == 4, sampled
+    assert sum(int(n) for _, n, _ in sampled) == 9 and sum(int(t) for _, _, t in sampled) == 64
+
+
+def test_09_shipped_weights_command_is_the_recorded_one():
+    """09: the intro names the command behind the shipped weights as recorded in
+    benchmarks/shakespeare_run.json (with ``--save``, else it keeps no weights), not the bare
+    ``train shakespeare``."""
+    command = json.loads((ROOT / "benchmarks" / "shakespeare_run.json").read_text())["command"]
+    assert "--save shakespeare.pt" in command
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    md = [c.source for c in cells if c.cell_type == "markdown"]
+    assert sum(f"`{command}`" in source for source in md) == 1
+    assert not any("`python -m attn_course train shakespeare`" in source for source in md)
 
 
 def test_09_stacked_windows_reach_layers_times_window_minus_one():

@@ -14,6 +14,7 @@ import json
 import re
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 from support import ROOT
@@ -3302,7 +3303,13 @@ CLAIMS = [
         r"float32 tensor at n = 1,024: (\d+) MiB",
     ),
     ("10_tiled_attention", "(the 1 MiB mask", "1", 0, r"bool mask: (\d+) MiB"),
-    ("10_tiled_attention", "stays below the asserted `1e-13`", "1e-13", 15, r"below (1e-13): True"),
+    (
+        "10_tiled_attention",
+        "stays below `1e-13`, the bound checked below",
+        "1e-13",
+        15,
+        r"below (1e-13): True",
+    ),
     (
         "10_tiled_attention",
         "at 1,024 tokens, the only length timed that",
@@ -6558,7 +6565,8 @@ def test_10_tiled_working_set_is_the_constant_part_of_the_peak():
 def test_10_causal_gap_arithmetic_is_the_stored_runs():
     """10 §4: the arithmetic on the stored run's times (1 / (1 - 0.438) = 1.8, 13.9 / 34.2 =
     0.41 "below the 0.56" that skipping alone would give, 70.7 / 13.9 = 5.1, 70.7 / 43.4 = 1.6,
-    and 5.1 as the product of 2.5, 1.6 and 1.3) and §5's 1050 x 1.7 µs = 1.8 ms, "about an
+    and 5.1 as the product of the printed times' ratios 2.46, 1.63 and 1.27, = 5.09; at one
+    decimal, 2.5 x 1.6 x 1.3 would give 5.2) and §5's 1050 x 1.7 µs = 1.8 ms, "about an
     eighth" of the causal loop's 13.9 ms; a reversed reading fails: the loop's causal time above
     the skipping's share, or the factor 5.1 within what skipping alone gives (at most 1.8)."""
     nb = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4)
@@ -6585,12 +6593,17 @@ def test_10_causal_gap_arithmetic_is_the_stored_runs():
     assert f"({naive_c} / {tiled_c} ms)" in md
     assert f"{naive_f} ms without the mask, {naive_c / naive_f:.1f}\ntimes as long" in md
     assert naive_c / tiled_c > 2 * (1 / (1 - skipped))  # skipping alone cannot explain the gap
-    # the three ratios whose product is the causal gap, as the prose rounds them
+    # the three ratios whose product is the causal gap, as the prose rounds them (two decimals:
+    # at one, 2.5 x 1.6 x 1.3 = 5.2 would not give the 5.1 stated)
     ratios = (tiled_f / tiled_c, naive_c / naive_f, naive_f / tiled_f)
-    assert [f"{r:.1f}" for r in ratios] == ["2.5", "1.6", "1.3"], ratios
+    assert [f"{r:.2f}" for r in ratios] == ["2.46", "1.63", "1.27"], ratios
     assert abs(ratios[0] * ratios[1] * ratios[2] - naive_c / tiled_c) < 1e-9
-    assert "the loop's\ntime without the mask against its causal time (2.5)" in md
-    assert "time without the mask (1.6), and the naive path's time against the loop's" in md
+    assert f"{2.5 * 1.6 * 1.3:.1f}" != f"{naive_c / tiled_c:.1f}"
+    assert f"{2.46 * 1.63 * 1.27:.2f}" == f"{naive_c / tiled_c:.2f}" == "5.09"
+    assert f"causal time ({tiled_f} / {tiled_c} = 2.46)" in md
+    assert f"without the mask ({naive_c} / {naive_f} = 1.63)" in md
+    product = "2.46 × 1.63 × 1.27 = 5.09"
+    assert f"loop's without the mask ({naive_f} / {tiled_f} = 1.27): {product}" in md
     assert f"printed {call_us} µs; if each of the loop's {calls}" in md
     assert f"{calls} x {call_us} µs = {calls * call_us / 1000:.1f} ms" in md
     assert 0.11 < calls * call_us / 1000 / tiled_c < 0.14  # "about an eighth"
@@ -6617,8 +6630,9 @@ def test_10_tile_counts_and_working_set_follow_from_the_printed_numbers():
     """10 §2: the causal loop skips (nb - 1) / (2 nb) of the tiles, "45 of the 100 below" (the
     figure's 55 of 100 computed), the block-128 shares of §3 too (the reversed reading, the
     computed share, fails); §4: 1.03 MiB of tiles and running sums plus three 128 KiB blocks of
-    Q, K and V are "1.41 MiB in all", fitting a 2 MiB L2 but not a 1 MiB one, and the 192 KiB of
-    SRAM hold "less than one such tile" of 256 KiB."""
+    Q, K and V are "about 1.4 MiB in all" (the printed 1.03 lies in [1.025, 1.035], so the sum
+    lies in [1.400, 1.410]: 1.40 or 1.41, the rounding cannot decide), fitting a 2 MiB L2 but
+    not a 1 MiB one, and the 192 KiB of SRAM hold "less than one such tile" of 256 KiB."""
     cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
     text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
     md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
@@ -6637,8 +6651,11 @@ def test_10_tile_counts_and_working_set_follow_from_the_printed_numbers():
     tile_kib = int(re.search(r"tile: (\d+) KiB", text).group(1))
     kv_kib = int(re.search(r"block of K or V: (\d+) KiB", text).group(1))
     sram_kib = int(re.search(r"(\d+) KiB of SRAM holds", text).group(1))
-    working_set = tiles + 3 * kv_kib / 1024  # the query block is the size of a K or V block
-    assert f"{working_set:.2f} MiB in all" in md and 1 < working_set <= 2
+    # the query block is the size of a K or V block; the printed tiles are rounded to 0.01 MiB
+    low, high = (tiles + delta + 3 * kv_kib / 1024 for delta in (-0.005, 0.005))
+    assert f"{low:.2f}" != f"{high:.2f}"  # two decimals are not decided by the printed rounding
+    assert f"{low:.1f}" == f"{high:.1f}" and f"about {high:.1f} MiB in all" in md
+    assert 1 < low and high <= 2
     assert "with 2 MiB of it per core, not of those with 1 MiB or less" in md
     assert sram_kib < tile_kib and "less than one such tile" in md
 
@@ -6912,3 +6929,59 @@ def test_08_patching_l0_h3_moves_layer1_queries_onto_the_clean_answer():
     assert [unpatched, patched_rows] == printed
     assert min(patched_rows) > 0.8 > 0.2 > max(unpatched)
     assert max(transposed) == 0.0
+
+
+def test_10_flash_count_beats_the_naive_one_exactly_when_the_blocks_fit():
+    """10 §4: about 4Nd/M passes, each reading K and V (2Nd elements), are about 8N²d²/M
+    elements: "below the naive N² exactly when d² < M / 8", the condition (up to equality) for
+    the Q block, score tile and accumulator (M / 4 each) and the K and V blocks (d² each) to fit
+    in M; "4,096 < 49,152 / 8 = 6,144" at d = 64 from the printed 49,152 and 4,096. The reading
+    the prose had before, "whenever d² < M", fails: at d = 100 (d² = 10,000 < M) the count is
+    above N²."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    m = int(re.search(r"SRAM holds ([\d,]+) float32", text).group(1).replace(",", ""))
+    d_squared = int(re.search(r"d\^2 at d = 64: ([\d,]+)", text).group(1).replace(",", ""))
+    assert (m, d_squared, m // 8, m % 8) == (49152, 4096, 6144, 0)
+    assert f"$d^2$ = {d_squared:,} < {m:,} / 8 = {m // 8:,}" in md
+    n = 8192
+    for d in (16, 32, 64, 78, 79, 100, 128, 200):
+        passes, per_pass = 4 * n * d / m, 2 * n * d
+        fits = 3 * m / 4 + 2 * d * d <= m
+        below = passes * per_pass < n * n
+        assert below == (d * d < m / 8) and below == (fits and d * d != m / 8), d
+    assert 100**2 < m and 4 * n * 100 / m * 2 * n * 100 > n * n  # "whenever d² < M" is wrong
+    assert "exactly when $d^2 < M / 8$" in md and "whenever $d^2 < M$" not in md
+
+
+def test_10_float64_bound_against_the_rounding_step():
+    """10 §1: the checked 1e-13 is "about 450 times float64's rounding step, 2^-52 ≈ 2.2e-16";
+    the cell prints only whether the bound holds, and the prose says so."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    eps = np.finfo(np.float64).eps
+    assert eps == 2.0**-52 and f"{eps:.1e}" == "2.2e-16"
+    assert round(1e-13 / eps, -1) == 450
+    assert "about 450 times float64's rounding\nstep, 2^-52 ≈ 2.2e-16" in md
+    assert "prints only whether it holds" in md and "asserted" not in md
+
+
+def test_10_gpu_traffic_is_global_memory_not_always_hbm():
+    """10 §4-5: on a GPU, per-operator kernels send tensors through global memory (the L2 cache
+    or HBM); Dao et al.'s model counts it all as HBM traffic, true once the tensors outgrow the
+    L2 (40 MB on an A100, 50 MB on an H100, vendor figures). The naive path's printed 16 MiB
+    tensors at n = 1,024 and the 256 KiB tiles both fit in either L2, so no cell may say they
+    go "through HBM" as a fact."""
+    cells = nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    tensor_mib = int(re.search(r"float32 tensor at n = 1,024: (\d+) MiB", text).group(1))
+    tile_kib = int(re.search(r"tile: (\d+) KiB", text).group(1))
+    for l2_mb in (40, 50):
+        assert tile_kib * 2**10 < tensor_mib * 2**20 < l2_mb * 10**6
+    assert "(40 MB on an\nA100, 50 MB on an H100)" in md
+    assert md.count("global memory (the L2 cache or HBM)") >= 3
+    assert md.count("global memory (the L2\ncache or HBM)") == 1
+    for wrong in ("through HBM", "to HBM", "through main memory between", "goes through main"):
+        assert wrong not in md, wrong

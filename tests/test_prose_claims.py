@@ -2799,17 +2799,17 @@ CLAIMS = [
     ),
     (
         "07_bug_zoo",
-        "is 0.246 into layer 2's attention",
-        "0.246",
+        "against 0.090 for the value",
+        "0.090",
         3,
-        r"the tokens' spread: ([\d.]+) into layer 2's attention",
+        r"without the averaging, out_proj\(W_value\(x\)\): ([\d.]+)\n",
     ),
     (
         "07_bug_zoo",
-        "and 0.00088 out of it",
+        "out of layer 2's attention is 0.00088",
         "0.00088",
         5,
-        r"into layer 2's attention, ([\d.]+) out of it\n",
+        r"the tokens' spread out of layer 2's attention: ([\d.]+),",
     ),
     (
         "07_bug_zoo",
@@ -2820,6 +2820,20 @@ CLAIMS = [
     ),
     ("07_bug_zoo", "(0.0999 to 0.1002)", "0.0999", 4, r"lecture notes version: ([\d.]+) to"),
     ("07_bug_zoo", "(0.0999 to 0.1002)", "0.1002", 4, r"lecture notes version: [\d.]+ to ([\d.]+)"),
+    (
+        "07_bug_zoo",
+        "by up to\n0.06 (one draw",
+        "0.06",
+        2,
+        r"real tokens' outputs by up to ([\d.]+) \(correct class",
+    ),
+    (
+        "07_bug_zoo",
+        "(one draw; the correct class: 0.00)",
+        "0.00",
+        2,
+        r"real tokens' outputs by up to [\d.]+ \(correct class: ([\d.]+)\)",
+    ),
     (
         "07_bug_zoo",
         "slot's rows by up to 0.83",
@@ -5066,18 +5080,25 @@ def test_bug_zoo_norms_only_rows_agree_across_queries_not_keys():
     assert round((weights.amax(dim=2) - weights.amin(dim=2)).median().item(), 4) == 0.0055
     assert float(median) == 0.0055
     assert (weights.amax(dim=3) - weights.amin(dim=3)).median().item() > 2 * 0.0055
-    # "the tokens' spread ... is 0.246 into layer 2's attention and 0.00088 out of it": the
-    # spread across the tokens (dim 1 of (b, num_tokens, d_model)); across the features
-    # (dim 2), the reversed reading, the output still spreads by far more than 0.00088.
+    # "the tokens' spread (RMS distance from their mean) out of layer 2's attention is 0.00088,
+    # against 0.090 for the value and output projections without the averaging": the spread
+    # across the tokens (dim 1 of (b, num_tokens, d_model)) of the attention's output and of
+    # out_proj(W_value(h)) (the attention with each token alone); across the features (dim 2),
+    # the reversed reading, the output still spreads by far more than 0.00088.
     with torch.no_grad():
         out = second.att(h)[0]  # (b, num_tokens, d_model)
+        no_average = second.att.out_proj(second.att.W_value(h))  # (b, num_tokens, d_model)
 
     def spread(t: torch.Tensor, dim: int) -> float:
         return (t - t.mean(dim=dim, keepdim=True)).pow(2).mean().sqrt().item()
 
-    assert "the tokens' spread: 0.246 into layer 2's attention, 0.00088 out of it" in text
-    assert (round(spread(h, 1), 3), round(spread(out, 1), 5)) == (0.246, 0.00088)
+    assert (
+        "the tokens' spread out of layer 2's attention: 0.00088, "
+        "without the averaging, out_proj(W_value(x)): 0.090\n"
+    ) in text
+    assert (round(spread(out, 1), 5), round(spread(no_average, 1), 3)) == (0.00088, 0.090)
     assert spread(out, 2) > 100 * spread(out, 1)
+    assert spread(no_average, 2) > 2 * spread(no_average, 1)
 
 
 def test_bug_zoo_norms_and_residuals_over_seeds():
@@ -5126,14 +5147,63 @@ def test_bug_zoo_extra_mask_dim_folds_heads_into_the_token_rows():
 
 
 def test_bug_zoo_mask_without_unsqueeze_lands_on_the_heads():
-    """07, bug 5's fix: "with b == num_heads it silently masks head h with sequence h's padding
-    (... sequence 1 has no padding, yet its head h hides h keys)", lengths [5, 4, 3, 2]. A mask
-    applied per sequence would print [0, 0, 0, 0]; one applied per query, not per head, a
-    constant list too."""
+    """07, bug 5's fix: "with b == num_heads it silently masks head h (counted from 0) with the
+    padding of sequence h + 1 (... sequence 1 has no padding, yet its first query hides 0, 1, 2
+    and 3 keys in heads 0 to 3)", lengths [5, 4, 3, 2]. A mask applied per sequence would print
+    [0, 0, 0, 0]; one applied per query, not per head, a constant list too. Recomputed: in
+    every sequence, head h hides the keys that sequence h + 1 pads (h from 0), not its own."""
+    from attn_course.attention import padding_mask
+
     cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "masks head h (counted from 0) with the padding of sequence\nh + 1" in prose
+    assert "its first query hides 0, 1, 2 and 3 keys in heads 0 to 3" in prose
     text = next(c for c in cells if c.get("id") == "07-bug5-fix-b").outputs[0]["text"]
     assert "b = 2, 8 heads: RuntimeError:" in text
     assert "head by head: [0, 1, 2, 3]" in text
+    mask = padding_mask([5, 4, 3, 2], 5)[:, 0]  # (b, 1, S), sequence h + 1 pads h keys
+    hidden = torch.zeros(4, 4, 5, 5).masked_fill(mask, -torch.inf).isinf()  # (b, heads, T, S)
+    assert hidden[0, :, 0].sum(dim=-1).tolist() == [0, 1, 2, 3]
+    for seq in range(4):
+        for head in range(4):
+            assert torch.equal(hidden[seq, head], mask[head].expand(5, 5))
+    assert hidden[3, 0, 0].sum().item() == 0  # the 4th sequence's head 0: not its own 3 pads
+
+
+def test_bug_zoo_extra_mask_dim_is_seen_at_b_1():
+    """07, bug 5 at b = 1: "the weights are still 5-D, (1, 1, num_heads, T, S): a check of the
+    weights' shape sees it", and "with sequence 2 alone (b = 1), changing only its two padded
+    tokens moves its three real tokens' outputs by up to 0.06 (...; the correct class: 0.00)".
+    Recomputed with the notebook's classes and seed. The padded tokens are the last two (a mask
+    read the other way round, padding the first two, moves the correct class's real tokens too)."""
+    from attn_course.attention import padding_mask
+    from attn_course.blocks import MultiHeadCrossAttention
+
+    cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
+    text = next(c for c in cells if c.get("id") == "c51f41d1").outputs[0]["text"]
+    assert "output (1, 5, 16) | same as correct: False | weights (1, 1, 4, 5, 5)\n" in text
+    assert "real tokens' outputs by up to 0.06 (correct class: 0.00)\n" in text
+    exhibit_class = _bug_zoo_definitions("826704f2")["MaskUnsqueezed"]
+    torch.manual_seed(123)
+    correct = MultiHeadCrossAttention(d_model=16, num_heads=4, dropout=0.0).eval()
+    exhibit = exhibit_class(d_model=16, num_heads=4, dropout=0.0).eval()
+    exhibit.load_state_dict(correct.state_dict())
+    alone = torch.randn(2, 5, 16)[1:2]  # (b, num_tokens, d_model): sequence 2 alone
+    mask = padding_mask([3], 5)  # (1, 1, 1, S)
+    assert mask.flatten().tolist() == [False, False, False, True, True]
+    padded = alone.clone()
+    padded[0, 3:] += 1.0
+
+    def moved(module: torch.nn.Module, m: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return (module(padded, padded, padded, m)[0] - module(alone, alone, alone, m)[0])[0]
+
+    assert tuple(exhibit(alone, alone, alone, mask)[1].shape) == (1, 1, 4, 5, 5)
+    assert tuple(correct(alone, alone, alone, mask)[1].shape) == (1, 4, 5, 5)
+    assert round(moved(exhibit, mask)[:3].abs().max().item(), 2) == 0.06
+    assert moved(correct, mask)[:3].abs().max().item() == 0.0
+    assert moved(correct, mask)[3:].abs().max().item() > 0.01  # padded queries' outputs do move
+    assert moved(correct, mask.flip(-1))[:3].abs().max().item() > 0.01
 
 
 def test_bug_zoo_two_d_mask_is_read_as_queries_by_keys():
@@ -5195,9 +5265,11 @@ def _bug_zoo_definitions(*cell_ids: str) -> dict:
     from torch import nn
 
     import attn_course.attention as attention
+    from attn_course.blocks import MultiHeadCrossAttention
 
     cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
     namespace = {"copy": copy, "torch": torch, "nn": nn, **vars(attention)}
+    namespace["MultiHeadCrossAttention"] = MultiHeadCrossAttention  # bug 5's base class
     for cell in (c for c in cells if c.get("id") in cell_ids):
         tree = ast.parse(cell.source)
         tree.body = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]

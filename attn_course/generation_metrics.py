@@ -1,7 +1,8 @@
 """How good is generated text? A few numbers per sampling strategy, on the same prompts and seeds.
 
 - **real words**: the fraction of generated words that occur in a word list (the training
-  plays): does the model spell?
+  plays): does the model spell? (``drop_unfinished``: leave out a last word the text's length
+  limit may have cut.)
 - **distinct-n** (Li et al. 2016): distinct word n-grams / all word n-grams: does it repeat
   itself? Greedy decoding loops, so its distinct-2 is low.
 - **loops**: how many texts fell into a loop, by the rule that more than half of their word
@@ -70,10 +71,17 @@ def words(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
-def real_word_fraction(text: str, known: set[str]) -> float:
-    """The fraction of the words of ``text`` that are in ``known`` (lower case); 0 if none."""
-    found = words(text)
-    return sum(word in known for word in found) / len(found) if found else 0.0
+def real_word_fraction(text: str, known: set[str], *, drop_unfinished: bool = False) -> float:
+    """The fraction of the words of ``text`` that are in ``known`` (lower case); 0 if none.
+
+    With ``drop_unfinished``, a last word that runs to the very end of ``text`` (an apostrophe
+    after it included) is left out: a text cut at a fixed length may stop inside a word
+    ("the silve"), and the fragment would count as a misspelling.
+    """
+    found = list(WORD.finditer(text.lower()))
+    if drop_unfinished and found and found[-1].end() >= len(text.rstrip("'")):
+        found = found[:-1]
+    return sum(m.group() in known for m in found) / len(found) if found else 0.0
 
 
 def distinct_n(text: str, n: int) -> float:
@@ -167,6 +175,8 @@ def score_texts(
     seeds: Iterable[int] = (0, 1, 2),
     max_new_tokens: int = 300,
     strategies: Mapping[str, Mapping[str, Any]] = STRATEGIES,
+    *,
+    drop_unfinished: bool = False,
 ) -> dict[str, list[TextScores]]:
     """Generate with every strategy from every prompt and seed (KV cache on); score each text.
 
@@ -174,7 +184,8 @@ def score_texts(
     seed. The seeds of a prompt run side by side, one row of a batch each with its own
     generator: the same texts as one run per seed, in a fraction of the time. A strategy that
     draws nothing (``temperature=0``, greedy) writes the same text for every seed, so it runs
-    once per prompt (with the first seed): ``len(prompts)`` texts.
+    once per prompt (with the first seed): ``len(prompts)`` texts. ``drop_unfinished`` is
+    ``real_word_fraction``'s: real words leave out a last word the length limit may have cut.
     """
     seeds = list(seeds)
     scored = {}
@@ -192,7 +203,7 @@ def score_texts(
         scored[name] = [
             TextScores(
                 text,
-                real_word_fraction(text, known),
+                real_word_fraction(text, known, drop_unfinished=drop_unfinished),
                 distinct_n(text, 1),
                 distinct_n(text, 2),
                 loss,

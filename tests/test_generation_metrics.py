@@ -42,6 +42,19 @@ def test_real_word_fraction():
     assert real_word_fraction("?!", known) == 0.0
 
 
+def test_real_words_can_leave_out_a_last_word_cut_at_the_length_limit():
+    known = {"the", "silver", "moon", "o'er"}
+    assert real_word_fraction("the silve", known) == pytest.approx(1 / 2)  # the default counts it
+    assert real_word_fraction("the silve", known, drop_unfinished=True) == 1.0
+    assert real_word_fraction("the silver moo", known, drop_unfinished=True) == 1.0
+    assert real_word_fraction("the moo o'", known, drop_unfinished=True) == pytest.approx(1 / 2)
+    # a text that ends after its last word keeps it, misspelt or not: only the end is dropped
+    assert real_word_fraction("the silve.", known, drop_unfinished=True) == pytest.approx(1 / 2)
+    assert real_word_fraction("silve the", known, drop_unfinished=True) == 0.0  # "silve" stays
+    assert real_word_fraction("the silve '", known, drop_unfinished=True) == pytest.approx(1 / 2)
+    assert real_word_fraction("silve", known, drop_unfinished=True) == 0.0  # no word left
+
+
 def test_distinct_n_counts_repeats():
     assert distinct_n("a b a b a", 1) == pytest.approx(2 / 5)
     assert distinct_n("a b a b a", 2) == pytest.approx(2 / 4)  # (a b) and (b a), twice each
@@ -169,6 +182,10 @@ def test_score_texts_scores_each_text_in_prompt_then_seed_order():
         assert got.real_words == real_word_fraction(got.text, known)
         assert got.distinct_1 == distinct_n(got.text, 1)
         assert got.distinct_2 == distinct_n(got.text, 2)
+    cut = score_texts(model, tokenizer, prompts, known, seeds, 30, strategies, drop_unfinished=True)
+    for got, kept in zip(cut["T = 1.5"], scored["T = 1.5"], strict=True):  # the same texts
+        assert got.text == kept.text and got.distinct_2 == kept.distinct_2
+        assert got.real_words == real_word_fraction(got.text, known, drop_unfinished=True)
     row = compare_strategies(model, tokenizer, prompts, known, seeds, 30, strategies)[1]
     assert (row.loss, row.loss_std) == pytest.approx(
         mean_and_std([t.loss for t in scored["T = 1.5"]])

@@ -169,6 +169,19 @@ def test_an_interrupted_run_resumes_to_the_same_model(tmp_path):
         train_lm(TINY, checkpoint=tmp_path / "missing.pt", resume=True)
 
 
+def test_a_finished_runs_checkpoint_holds_its_float32_weights(tmp_path):
+    """Without ``--save`` a run still leaves its weights: the checkpoint holds them in float32
+    (under ``model``, not ``save_lm``'s ``state_dict``), beside the optimiser's state."""
+    checkpoint = tmp_path / "ckpt.pt"
+    result = train_lm(TINY, checkpoint=checkpoint)
+    saved = torch.load(checkpoint, weights_only=True)
+    assert "optimizer" in saved and "state_dict" not in saved
+    for name, value in result.model.state_dict().items():
+        assert saved["model"][name].dtype == value.dtype
+        assert torch.equal(saved["model"][name], value), name
+    assert any(v.dtype == torch.float32 for v in saved["model"].values())
+
+
 def test_resume_without_a_checkpoint_file_is_refused(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["train", "shakespeare", "--resume", "--checkpoint", str(tmp_path / "none.pt")])

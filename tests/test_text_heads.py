@@ -81,6 +81,9 @@ def test_uniform_head_scores_the_share_of_its_targets():
     rows = targets.any(dim=1).nonzero().flatten()
     expected = sum(targets[t].sum().item() / (t.item() + 1) for t in rows) / len(rows)
     assert th.target_score(w, targets).item() == pytest.approx(expected)
+    # the total over a query's targets, not the mean per target (1 / (t + 1) for this head)
+    per_target = sum(1 / (t.item() + 1) for t in rows) / len(rows)
+    assert th.target_score(w, targets).item() > 3 * per_target
 
 
 def test_a_sink_head_and_nan_without_targets():

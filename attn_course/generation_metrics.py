@@ -41,7 +41,6 @@ __all__ = [
     "fisher_exact",
     "score_texts",
     "summarize_texts",
-    "compare_strategies",
     "format_scores",
     "STRATEGIES",
 ]
@@ -158,7 +157,7 @@ def fisher_exact(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:
 
 @dataclass(frozen=True)
 class TextScores:
-    """One generated text and its scores (``compare_strategies`` averages them)."""
+    """One generated text and its scores (``summarize_texts`` averages them)."""
 
     text: str
     real_words: float
@@ -239,25 +238,6 @@ def summarize_texts(scored: Mapping[str, Sequence[TextScores]]) -> list[Strategy
             )
         )
     return rows
-
-
-def compare_strategies(
-    model: GPTModel,
-    tokenizer: Tokenizer,
-    prompts: Sequence[str],
-    known: set[str],
-    seeds: Iterable[int] = (0, 1, 2),
-    max_new_tokens: int = 300,
-    strategies: Mapping[str, Mapping[str, Any]] = STRATEGIES,
-) -> list[StrategyScores]:
-    """``score_texts``, summarised (``summarize_texts``): each strategy's mean and spread over
-    its texts.
-
-    A strategy that draws nothing (greedy) runs once per prompt: its scores are over
-    ``len(prompts)`` texts.
-    """
-    scored = score_texts(model, tokenizer, prompts, known, seeds, max_new_tokens, strategies)
-    return summarize_texts(scored)
 
 
 def format_scores(rows: Sequence[StrategyScores], spread: bool = False) -> str:

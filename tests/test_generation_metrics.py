@@ -10,7 +10,6 @@ import torch
 from attn_course.blocks import BlockConfig
 from attn_course.generation import GPTConfig, GPTModel, generate
 from attn_course.generation_metrics import (
-    compare_strategies,
     distinct_n,
     fisher_exact,
     format_scores,
@@ -95,12 +94,14 @@ class Words:
         return "".join(" " if i == 19 else chr(ord("a") + i) for i in ids)
 
 
-def test_compare_strategies_scores_each_strategy_on_the_same_prompts():
+def test_summarize_texts_scores_each_strategy_on_the_same_prompts():
     torch.manual_seed(0)
     cfg = BlockConfig(d_model=16, context_length=32, num_heads=2, dropout=0.0, num_layers=1)
     model = GPTModel(GPTConfig.from_block(cfg, 20)).eval()
     strategies = {"greedy": {"temperature": 0.0}, "hot": {"temperature": 5.0}}
-    rows = compare_strategies(model, Letters(), ["abc", "ba"], set(), (0, 1), 40, strategies)
+    rows = summarize_texts(
+        score_texts(model, Letters(), ["abc", "ba"], set(), (0, 1), 40, strategies)
+    )
     assert [row.name for row in rows] == ["greedy", "hot"]
     assert len(rows[0].sample) == 40
     assert rows[0].loss < rows[1].loss  # the most likely token every time has the least loss
@@ -141,7 +142,7 @@ def test_spread_loops_and_seeds_side_by_side():
     tokenizer = Words()
     strategies = {"greedy": {"temperature": 0.0}, "T = 1.5": {"temperature": 1.5}}
     seeds, prompts = (4, 9, 2), ["ab", "c"]
-    rows = compare_strategies(model, tokenizer, prompts, set(), seeds, 30, strategies)
+    rows = summarize_texts(score_texts(model, tokenizer, prompts, set(), seeds, 30, strategies))
     greedy, sampled = rows
     assert greedy.num_texts == 2 and sampled.num_texts == 6  # greedy once per prompt
     # the texts one run per seed writes, scored here by hand
@@ -186,10 +187,7 @@ def test_score_texts_scores_each_text_in_prompt_then_seed_order():
     for got, kept in zip(cut["T = 1.5"], scored["T = 1.5"], strict=True):  # the same texts
         assert got.text == kept.text and got.distinct_2 == kept.distinct_2
         assert got.real_words == real_word_fraction(got.text, known, drop_unfinished=True)
-    row = compare_strategies(model, tokenizer, prompts, known, seeds, 30, strategies)[1]
+    row = summarize_texts(scored)[1]
     assert (row.loss, row.loss_std) == pytest.approx(
         mean_and_std([t.loss for t in scored["T = 1.5"]])
-    )
-    assert summarize_texts(scored) == compare_strategies(
-        model, tokenizer, prompts, known, seeds, 30, strategies
     )

@@ -185,6 +185,27 @@ def test_direct_logit_attribution_sums_to_the_logit_and_is_the_last_layers_ablat
         torch.testing.assert_close(whole - without, parts["heads"][1, head])
 
 
+@torch.no_grad()
+def test_direct_logit_attribution_centres_each_position_over_the_vocabulary(induction_model):
+    """08 §8: "subtract, at each position, the mean logit over the 32 vocabulary entries". The
+    shipped model has 32 tokens and 32 positions, so only the centring tells them apart: the
+    parts sum to the logits centred over the vocabulary, not over the positions, and only the
+    former leaves every position's probabilities as they were."""
+    from attn_course.tasks import TASKS
+
+    batch = TASKS["induction"].batch(20, seed=1)
+    parts = direct_logit_attribution(induction_model, batch.tokens, batch.targets)
+    total = parts["heads"].sum(dim=(0, 1)) + parts["rest"]  # (b, num_tokens)
+    logits = induction_model(batch.tokens)  # (b, num_tokens, vocab)
+    assert logits.shape[1:] == (32, 32)
+    over_vocab = logits - logits.mean(dim=-1, keepdim=True)
+    over_positions = logits - logits.mean(dim=1, keepdim=True)
+    for centred, same in ((over_vocab, True), (over_positions, False)):
+        answer = centred.gather(-1, batch.targets[..., None])[..., 0]
+        assert torch.allclose(total, answer, atol=1e-3) is same
+        assert torch.allclose(centred.softmax(-1), logits.softmax(-1), atol=1e-6) is same
+
+
 def test_direct_logit_attribution_of_the_shipped_induction_model(induction_model):
     from attn_course.tasks import TASKS
 

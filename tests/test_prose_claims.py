@@ -3091,6 +3091,21 @@ CLAIMS = [
         0,
         r"clipping fired on .* at steps \d+ to (\d+),",
     ),
+    (
+        "08_trained_attention",
+        "that last warm-up step (seeds 1 and 2)",
+        "9",
+        0,
+        r"seed 1: steps \[(\d+),",
+    ),
+    (
+        "08_trained_attention",
+        "that last warm-up step (seeds 1 and 2)",
+        "9",
+        0,
+        r"seed 2: steps \[(\d+),",
+    ),
+    ("08_trained_attention", "the step after it (seed 0)", "10", 0, r"seed 0: steps \[(\d+),"),
     # 08 · which induction positions are scored
     (
         "08_trained_attention",
@@ -3456,6 +3471,20 @@ CLAIMS = [
     ),
     ("08_trained_attention", "to 90.9% (H3) on the 500", "500", 0, r"one head left on, (\d+) held"),
     ("08_trained_attention", "Any three suffice (99.9%)", "99.9", 1, r"without L1 H1: +([\d.]+)%"),
+    (
+        "08_trained_attention",
+        "at most 2 of the\n10,979 scored positions",
+        "10979",
+        0,
+        r"without L1 H0: .* of ([\d,]+) scored positions",
+    ),
+    (
+        "08_trained_attention",
+        "the mean logit over the 32 vocabulary entries",
+        "32",
+        0,
+        r"mean over the (\d+) vocabulary entries",
+    ),
     (
         "10_tiled_attention",
         "a 128 KiB block each of Q, K and V",
@@ -6505,7 +6534,8 @@ def test_08_fixed_offset_heads_barely_beat_untrained_ones():
 
 def test_08_layer1_heads_share_the_lookup():
     """08 §8: "any three suffice (99.9%); one alone gives 59.7% (H1) to 90.9% (H3)": every
-    single-head ablation of layer 1 keeps the full accuracy, every head left on alone loses
+    single-head ablation of layer 1 keeps the full accuracy (to 0.1%, at most 2 positions
+    lost), every head left on alone loses
     some, H1 alone the most and H3 alone the least; reading one line for the other fails."""
     cells = nbformat.read(ROOT / "notebooks" / "08_trained_attention.ipynb", as_version=4).cells
     text = "\n".join(nearby_outputs(cells, "Any three suffice (99.9%)"))
@@ -6514,6 +6544,8 @@ def test_08_layer1_heads_share_the_lookup():
     line = re.search(r"one head left on, 500 held-out sequences: (.*)\n", text).group(1)
     alone = [float(a) for a in re.findall(r"H\d ([\d.]+)%", line)]
     assert without == [full] * 4
+    lost = [int(re.search(rf"without L1 H{h}: .*%, (\d+) of", text).group(1)) for h in range(4)]
+    assert max(lost) == 2  # "without measurable loss (at most 2 of the 10,979 ...)"
     assert len(alone) == 4 and max(alone) < full - 5
     assert alone.index(min(alone)) == 1 and alone.index(max(alone)) == 3
 

@@ -121,3 +121,15 @@ def test_induction_scores_every_repeat_position_but_the_last():
         ]  # fmt: skip
         assert len(starts) == 1, tokens
         assert scored.nonzero().flatten().tolist() == list(range(starts[0], starts[0] + 4))
+
+
+def test_induction_repeat_can_end_the_sequence_and_its_last_token_is_then_unscored():
+    """08's prose: the repeat's last position is unscored because its next token is filler, or
+    because it is the sequence's last position: every induction-fixed repeat ends there, and so
+    do some held-out induction repeats (the segment may start at num_tokens - 2L)."""
+    fixed = TASKS["induction-fixed"].batch(64, seed=2024)
+    assert (fixed.tokens[:, 22:] == fixed.tokens[:, 12:22]).all()  # the repeat is 22 to 31
+    assert fixed.scored[:, 22:31].all() and not fixed.scored[:, 31].any()
+    held_out = TASKS["induction"].batch(2000, seed=2024)
+    ends_last = held_out.scored[:, 30]  # the repeat's last token at 31, the sequence's end
+    assert 0 < ends_last.sum() < 2000 and not held_out.scored[:, 31].any()

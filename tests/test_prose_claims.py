@@ -2596,7 +2596,7 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "keeps none (0 of 3 layers in the small model",
+        "stores none (0 of 3 layers in the small, fresh",
         "0",
         0,
         r"cached prefill of 100 tokens: weights kept in (\d+) of 3 layers",
@@ -6485,6 +6485,117 @@ def test_06_unfused_module_scores_every_key_and_fused_module_stores_nothing_by_c
     fused = MultiHeadAttentionSDPA(d, d, n, dropout=0.0, num_heads=4)
     fused(torch.randn(1, n, d))
     assert fused.attn_weights is None
+
+
+def _notebook_functions(notebook: str, cell_id: str) -> dict:
+    """The functions a notebook cell defines, executed from its own source (no other code)."""
+    import ast
+
+    cells = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4).cells
+    source = next(c.source for c in cells if c.get("id") == cell_id)
+    tree = ast.parse(source)
+    tree.body = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    namespace: dict = {}
+    exec(compile(tree, cell_id, "exec"), namespace)
+    return namespace
+
+
+def test_06_whole_tile_causal_kernel_crosses_before_12d():
+    """06, review r06l: with exact causal halving the attention products pass a GPT-2 small
+    block's linear layers (24 n d²) at n = 12d = 9,216; PyTorch's CPU kernel, counted with the
+    notebook's own fused_causal_scores, computes whole diagonal blocks and passes them earlier,
+    at 8,704 = 12d - 512 tokens, not later. At 9,216 it has already passed them."""
+    fused_causal_scores = _notebook_functions("06_attention_cost", "06-013b")["fused_causal_scores"]
+    d = 768
+
+    def attention_products(n: int) -> int:  # 4 d FLOPs per computed score, summed over the heads
+        return 4 * d * fused_causal_scores(n)
+
+    crossover = next(n for n in range(1, 12 * d + 1) if attention_products(n) >= 24 * n * d * d)
+    assert crossover == 8_704 == 12 * d - 512 < 12 * d
+    assert attention_products(crossover - 1) < 24 * (crossover - 1) * d * d
+    assert attention_products(12 * d) > 24 * 12 * d * d  # past them at 9,216 already
+    assert fused_causal_scores(12 * d) / (12 * d) ** 2 == pytest.approx(0.528, abs=5e-4)
+    cells = nbformat.read(ROOT / "notebooks" / "06_attention_cost.ipynb", as_version=4).cells
+    text = {c.get("id"): c.source for c in cells}
+    assert "at 8,704 tokens, `12d − 512`" in text["06-010"]
+    assert "**n = 12d**, 9,216 tokens" in text["06-010"]
+    assert "(8,704 tokens for GPT-2 small with PyTorch's\n  CPU kernel)" in text["06-018"]
+
+
+def test_06_cached_prefill_writes_no_weights_but_leaves_stale_ones():
+    """06, review r06l: the cached prefill stores no attn_weights on a fresh model, and weights
+    from an earlier pass without a cache stay after it (the reversed order gives 3 of 3, with the
+    earlier pass's 100 tokens, not the cached pass's 50)."""
+    from attn_course.generation import GPTConfig, GPTModel, KVCache
+
+    torch.manual_seed(123)
+    cfg = GPTConfig(
+        d_model=64, context_length=256, num_heads=4, num_layers=3, vocab_size=50, dropout=0.0
+    )
+    prompt = torch.randint(0, 50, (1, 100))
+
+    def kept(model) -> list:
+        return [
+            tuple(b.att.attn_weights.shape)
+            for b in model.trf_blocks
+            if b.att.attn_weights is not None
+        ]
+
+    fresh = GPTModel(cfg).eval()
+    with torch.no_grad():
+        fresh(prompt, KVCache(3))
+    assert kept(fresh) == []
+    used = GPTModel(cfg).eval()
+    with torch.no_grad():
+        used(prompt)
+        used(prompt[:, :50], KVCache(3))
+    assert kept(used) == [(1, 4, 100, 100)] * 3
+
+
+def test_06_checkpointing_keeps_no_weights_only_if_the_module_drops_them():
+    """06, review r06l: plain autograd keeps every layer's (n, n) weights until the backward pass;
+    activation checkpointing keeps none of them, but the course's modules still store each
+    layer's weights for inspection, so with them all layers' weights stay."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    from torch.utils.checkpoint import checkpoint
+
+    from attn_course.attention import MultiHeadAttention
+
+    def alive_after_forward(use_checkpoint: bool, drop_attribute: bool) -> int:
+        torch.manual_seed(0)
+        n, d = 32, 16
+        layers = [MultiHeadAttention(d, d, n, dropout=0.0, num_heads=2).train() for _ in range(3)]
+        refs = []
+
+        def hook(module, args, out):
+            refs.append(StorageWeakRef(module.attn_weights.untyped_storage()))
+            if drop_attribute:
+                module.attn_weights = None
+
+        for layer in layers:
+            layer.register_forward_hook(hook)
+        h = torch.randn(1, n, d, requires_grad=True)
+        for layer in layers:
+            h = checkpoint(layer, h, use_reentrant=False) if use_checkpoint else layer(h)
+        alive = sum(not r.expired() for r in refs)
+        h.sum().backward()
+        return alive
+
+    assert alive_after_forward(use_checkpoint=False, drop_attribute=True) == 3
+    assert alive_after_forward(use_checkpoint=True, drop_attribute=True) == 0
+    assert alive_after_forward(use_checkpoint=True, drop_attribute=False) == 3
+
+
+def test_06_flop_counter_counts_two_n_k_m_not_n_m_2k_minus_1():
+    """06, review r06l: FlopCounterMode counts an (n, k) @ (k, m) product as 2 n k m (the
+    multiply-accumulate convention), not the exact n m (2k - 1) operations."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    n, k, m = 3, 5, 7
+    with FlopCounterMode(display=False) as counter:
+        torch.randn(n, k) @ torch.randn(k, m)
+    assert counter.get_total_flops() == 2 * n * k * m == 210 != n * m * (2 * k - 1)
 
 
 def test_08_loss_curves_read_as_the_prose_says():

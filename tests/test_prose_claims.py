@@ -5191,6 +5191,15 @@ def test_bug_zoo_residuals_not_norms_keep_the_tokens_distinct():
     assert [r[1] for r in rows[2:]] == ["< 1e-4"] * 4 and float(rows[1][1]) > 1e-4
     assert {r[2] for r in rows} == {"1.00"}
     assert min(float(r[3]) for r in rows) == 4.75
+    # checklist item 7: the scale creeps up with residuals alone, drops with neither half
+    checklist = next(c for c in cells if c.get("id") == "07-033").source
+    assert "a scale that creeps\n   up means residuals without norms" in checklist
+    assert "no residual and no norm: bug 4's lecture notes version" in checklist
+    stds = [float(r[4]) for r in rows]
+    assert stds == sorted(stds) and stds[0] > 1.0  # residuals only: up, layer after layer
+    notes = next(c for c in cells if c.get("id") == "07-030").outputs[0]["text"]
+    notes_stds = [float(v) for v in re.findall(r"\n +\d \| .* \| +[\d.]+ +([\d.]+)", notes)]
+    assert len(notes_stds) == 6 and max(notes_stds) < 0.1  # neither half: low from layer 1
 
 
 def test_bug_zoo_norms_only_rows_agree_across_queries_not_keys():
@@ -5364,8 +5373,8 @@ def test_bug_zoo_b_1_mask_works_merge_moves_rows_0_to_2():
     assert "puts the padded queries' (tokens 3 and 4) head outputs into them" in prose
     text = next(c for c in cells if c.get("id") == "c51f41d1").outputs[0]["text"]
     assert (
-        "the exhibit's weights on padded keys: at most 0.0; per-head contexts move by at most "
-        "0.0 for real queries, 0.04 to 0.11 for padded ones\n"
+        "the exhibit's weights on padded keys all exactly 0: True; per-head contexts of real "
+        "queries exactly unchanged: True; padded queries' move by 0.04 to 0.11\n"
     ) in text
     exhibit_class = _bug_zoo_definitions("826704f2")["MaskUnsqueezed"]
     torch.manual_seed(123)
@@ -5427,6 +5436,8 @@ def test_bug_zoo_checklist_table_says_what_the_summary_says():
     cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
     prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     assert "Rows summing to 1 hold even for bugs 1 and 2." in prose
+    source = next(c for c in cells if c.get("id") == "07-034").source
+    assert "x = torch.randn(5, 6, 3)" in source  # b = 5: not num_heads, head_dim, T or d_in
     text = next(c for c in cells if c.get("id") == "07-034").outputs[0]["text"]
     checks = ["rows sum to 1", "future weights 0", "no future leak", "matches fused"]
     checks.append("weights get grads")

@@ -2575,7 +2575,7 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "4,096 pages of 4 KiB are 16 MiB",
+        "at one 4 KiB\n    page each, 4,096 faults are 16 MiB",
         "16",
         0,
         r"num_tokens = 1024: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
@@ -2722,12 +2722,12 @@ CLAIMS = [
         1,
         r"in 16-bit \(2 bytes a number\): ([\d.]+) GiB",
     ),
-    ("06_attention_cost", "9,216 tokens for GPT-2 small", "9216", 0, r"n = 12d = ([\d,]+) tokens"),
+    ("06_attention_cost", "9,216 tokens; its label", "9216", 0, r"n = 12d = ([\d,]+) tokens"),
     ("06_attention_cost", "only 6 MiB per layer", "6", 0, r"131,072 .* ([\d.]+) MiB"),
     ("06_attention_cost", "has grown to 9 GiB", "9", 0, r"131,072 .* ([\d.]+) GiB\n"),
     (
         "06_attention_cost",
-        "still\n768 GiB at 128k tokens",
+        "still at least\n768 GiB at 128k tokens",
         "768",
         0,
         r"131,072 +[\d,.]+ GiB +([\d,.]+) GiB",
@@ -6165,22 +6165,41 @@ def test_attention_cost_timing():
     for words in (
         "the timings below do not settle it",
         "49,152 for a GPT-2-shaped block (`d_ff = 4d`, full multi-head attention) of width 8,192",
-        "median over the seven passes of how many fresh memory pages",
+        "median over the seven passes of how many minor page faults the whole process took per "
+        "pass (counted with `resource.getrusage` around each timed run, so other threads' faults "
+        "count too; one fault per fresh 4 KiB page unless huge pages are used",
+        "The count is the whole process's minor page faults during the pass (other threads' "
+        "included), one per 4 KiB page unless huge pages are used; at one 4 KiB page each, "
+        "4,096 faults are 16 MiB",
+        # review r06m: one stored run shows no variation; the outputs agree to rounding
+        "may change from run to run and from machine to machine (only one run is stored here)",
+        "so the fitted slopes can differ from run to run and from machine to machine (only one "
+        "run is stored here)",
+        "the same outputs up to float32 rounding (allclose, atol = 1e-5)",
+        "gives the same outputs up to float32 rounding (allclose, atol = 1e-5)",
+        "(the prefill column, which counts those weights alone: a lower bound, like the training "
+        "column)",
+        "needs at least a twelfth of that, still at least 768 GiB at 128k tokens (about three "
+        "times that at the softmax in lecture 03's module, where the scores, scaled scores and "
+        "weights coexist); training with checkpointing needs at least as much too",
         "its own attention-product work grows ×4.0 per doubling up to 512 tokens",
         "fixed costs per operator probably weigh most at 64 tokens (not measured here)",
         "the fused kernel's fastest run grew no faster than its own attention-product work at any "
         "doubling (×2.9 from 512 to 1,024 tokens, across the switch at 768, where that work grows "
         "×3.0; its total work, projections included, grows exactly ×2.8 there by the count "
         "formulas, not printed: `8 · n · d² + 0.75 · 4 · n² · d` at 1,024 tokens against "
-        "`8 · n · d² + 4 · n² · d` at 512, `d = 64`; about what its fastest run did)",
+        "`8 · n · d² + 4 · n² · d` at 512, `d = 64`, computed here in units of 2²⁰ FLOPs: "
+        "`(32 + 0.75 · 256) / (16 + 64) = 2.8`; about what its fastest run did)",
         "it grows 224/3 ≈ 74.7-fold (not printed: from the formulas the counts match, `8 · n · d²` "
-        "plus `4 · n² · d` FLOPs with `d = 64`, the latter times 0.75 at 1,024 tokens)",
+        "plus `4 · n² · d` FLOPs with `d = 64`, the latter times 0.75 at 1,024 tokens; computed "
+        "here, in units of 2²⁰ FLOPs: `(32 + 0.75 · 256) / (2 + 1) = 224/3`)",
         "The fused kernel's median grew from 0.24 ms to 9.58 ms (the table), its fastest run from "
         "0.22 ms to 6.14 ms; the cell prints no such factor for the fused kernel, and the table's "
-        "rounding allows 39 to 41-fold and 27 to 29-fold.",
+        "rounding allows 39 to 41-fold and 27 to 29-fold (computed here, each time ± half its last "
+        "digit: 9.575 / 0.245 to 9.585 / 0.235, and 6.135 / 0.225 to 6.145 / 0.215).",
         "the table prints the median of the seven passes' minor page faults",
         "that median is 0 for the fused kernel at every timed length, and for the lecture module 0 "
-        "up to 512 tokens but 4,096 at 1,024 tokens: 4,096 pages of 4 KiB are 16 MiB",
+        "up to 512 tokens but 4,096 at 1,024 tokens.",
         "so at least four of the seven passes there took 4,096 or more. A median of 0 still leaves "
         "up to three passes that faulted; the cell records each pass's faults with its time but "
         "prints only medians.",
@@ -6205,9 +6224,9 @@ def test_attention_cost_timing():
         "A tensor that outgrows the L2 goes to the next cache level, or to memory if it outgrows "
         "that too; this notebook does not identify which.",
         "as much as the training column counts (training without attention dropout)",
-        "whose score tile is at most 64 × 512 floats (64 · 512 · 4 bytes = 128 KiB, by the "
-        "transcribed block sizes) at 256 and 512 tokens, stepped in its median at the same "
-        "doubling (×8.0): that points rather to a cause both modules "
+        "whose score tile is at most 64 × 512 floats (64 · 512 · 4 bytes = 128 KiB, computed here "
+        "from the transcribed block sizes) at 256 and 512 tokens, stepped in its median at the "
+        "same doubling (×8.0): that points rather to a cause both modules "
         "share, such as load (a hypothesis too)",
         "where one of the lecture module's `(n, n)` tensors outgrows the L2, but the fused kernel "
         "stores none",
@@ -6234,7 +6253,9 @@ def test_attention_cost_timing():
         "masked, but the unfused module still computes their scores",
         "Each head of the unfused module builds a full `(num_tokens, num_tokens)` matrix",
         "it is a small share only when `n_ctx` is well below `12 · d_model` (at "
-        "`n_ctx = 1.2 · d_model`, 1/11 of the counted compute",
+        "`n_ctx = 1.2 · d_model`, 1/11 of the counted compute: `2 · n_ctx · d` against "
+        "`24 · d² + 2 · n_ctx · d` per layer and token, computed here: "
+        "`2.4 d² / (24 d² + 2.4 d²) = 1/11`; not printed)",
     ):
         assert words in flat, words
     for words in (
@@ -6334,7 +6355,8 @@ def test_attention_cost_timing():
         for name, line in re.findall(r"(lecture|fused): minor page faults per pass .*: (.*)", text)
     }
     assert faults == {"lecture": [0, 0, 0, 0, 4096], "fused": [0] * 5}
-    # "4,096 pages of 4 KiB are 16 MiB, the size of one (b, num_heads, n, n) float32 tensor"
+    # "at one 4 KiB page each, 4,096 faults are 16 MiB, the size of one (b, num_heads, n, n)
+    # float32 tensor"
     assert "pages of 4 KiB" in text
     sizes = "\n".join(text_outputs(c) for c in cells if c.get("id") == "c16fb5b3")
     assert "num_tokens = 1024: one (b, num_heads, n, n) float32 tensor is 16 MiB" in sizes
@@ -6529,9 +6551,41 @@ def test_06_whole_tile_causal_kernel_crosses_before_12d():
     assert fused_causal_scores(12 * d) / (12 * d) ** 2 == pytest.approx(0.528, abs=5e-4)
     cells = nbformat.read(ROOT / "notebooks" / "06_attention_cost.ipynb", as_version=4).cells
     text = {c.get("id"): c.source for c in cells}
-    assert "at 8,704 tokens, `12d − 512`" in text["06-010"]
-    assert "**n = 12d**, 9,216 tokens" in text["06-010"]
+    flat = " ".join(text["06-010"].split())
+    assert "so for `n` a multiple of 512 it computes `n(n + 512)/2` scores" in flat
+    assert "at `n + 512 = 12d`, 8,704 tokens for GPT-2 small (computed here: 12 · 768 − 512" in flat
+    assert all(fused_causal_scores(n) == n * (n + 512) // 2 for n in range(1024, 12 * d, 512))
     assert "(8,704 tokens for GPT-2 small with PyTorch's\n  CPU kernel)" in text["06-018"]
+    # review r06m: skipping every hidden score still computes the diagonal, n(n + 1)/2 scores,
+    # 4 d FLOPs each: the crossover is n = 12d - 1 = 9,215; 9,216 (the printed line) is the
+    # exact-half idealisation 2 n² d, which the prose names as such
+    every = next(n for n in range(1, 12 * d + 1) if 4 * d * n * (n + 1) // 2 >= 24 * n * d * d)
+    assert every == 12 * d - 1 == 9_215
+    assert "`n(n + 1)/2` scores, `2 · n · (n + 1) · d` FLOPs, about half" in flat
+    assert "**n = 12d − 1**, 9,215 tokens for GPT-2 small (computed here: 12 · 768 − 1" in flat
+    assert "The last line printed below is the exact-half idealisation, `2 · n² · d`" in flat
+    assert 'its label "causal tiles skipped" does not describe a tile-skipping kernel' in flat
+    assert 'its "causal tiles skipped" means this exact half' not in flat
+    assert "would compute exactly half" not in flat
+
+
+def test_06_numbers_computed_in_the_text_are_right():
+    """06, review r06m: numbers the prose marks "computed here" (no cell prints them) follow from
+    the one-line arithmetic it shows."""
+    d, mi = 64, 2**20
+    assert (8 * 1024 * d * d, 4 * 1024**2 * d, 8 * 512 * d * d, 4 * 512**2 * d) == (
+        32 * mi,
+        256 * mi,
+        16 * mi,
+        64 * mi,
+    )
+    assert (8 * 64 * d * d, 4 * 64**2 * d) == (2 * mi, 1 * mi)
+    assert (32 + 0.75 * 256) / (2 + 1) == 224 / 3 and (32 + 0.75 * 256) / (16 + 64) == 2.8
+    assert 2.4 / (24 + 2.4) == pytest.approx(1 / 11)
+    assert (12 * 768 - 1, 12 * 768 - 512) == (9_215, 8_704)
+    assert (round(9.575 / 0.245), round(9.585 / 0.235)) == (39, 41)
+    assert (round(6.135 / 0.225), round(6.145 / 0.215)) == (27, 29)
+    assert 64 * 512 * 4 == 128 * 2**10 and (4 + 1 + 4) / 4 == 2.25
 
 
 def test_06_cached_prefill_writes_no_weights_but_leaves_stale_ones():

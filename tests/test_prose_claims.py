@@ -3722,14 +3722,14 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "no head stands more than\n0.02 above uniform",
-        "0.02",
-        2,
+        "no head stands more than\n0.024 above uniform",
+        "0.024",
+        3,
         r"no head more than ([\d.]+) above uniform",
     ),
     (
         "11_language_model",
-        "and at most 0.02 above it on\nthe 29 others",
+        "and at most 0.024 above it on\nthe 29 others",
         "29",
         0,
         r"on the (\d+) other passages: H0",
@@ -7315,8 +7315,51 @@ def test_11_first_token_head_parks_early_as_section_5_prints():
     assert sum(v == uniform for v in values) == 3 and min(values) == 0.11
     others = re.search(r"on the \d+ other passages: (.*) \(uniform ([\d.]+)\)", text)
     more = [float(v) for v in re.findall(r"H\d ([\d.]+)", others.group(1))]
-    most = round(max(more) - float(others.group(2)), 2)
-    assert len(more) == 4 and most == 0.02 < ABOVE_BASELINE  # "at most 0.02 above it"
+    assert len(more) == 4 and round(max(more) - float(others.group(2)), 2) == 0.02
+    # the 2-digit prints give 0.02; the gap itself, printed with 3 decimals in section 4, is
+    # 0.024: "at most 0.024 above it" (above 0.02, under the 0.05 margin)
+    gap = float(re.search(r"no head more than ([\d.]+) above uniform", text).group(1))
+    assert 0.02 < gap == 0.024 < ABOVE_BASELINE and "at most 0.024 above it on" in md
+
+
+def test_11_induction_weight_rises_with_the_characters_matching():
+    """11 §5: L1 H2's weight on key j with x[j - 1] == x[t] (the character AFTER an earlier
+    occurrence of the query's character), grouped by how many characters match going back, is
+    what the notebook prints and rises 1 < 2 < 3, hardly beyond; read the other way (key j - 1,
+    the earlier occurrence itself) the weight is tiny and does not rise."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = " ".join(c.source.replace("\n", " ") for c in cells if c.cell_type == "markdown")
+    printed = [
+        float(v) for v in re.findall(r"^ +(?:\d|4 or more) +\d+ +([\d.]+)$", text, flags=re.M)
+    ]
+    assert len(printed) == 4
+    listed = ", ".join(f"{v:.3f}" for v in printed[:3])
+    assert f"characters ({listed}) and hardly beyond ({printed[3]:.3f} for four or more)" in md
+
+    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
+    starts = torch.randint(len(held_out) - 256, (30,), generator=torch.Generator().manual_seed(5))
+    after: dict[int, list[float]] = {m: [] for m in (1, 2, 3, 4)}
+    itself: dict[int, list[float]] = {m: [] for m in (1, 2, 3, 4)}
+    for s in starts.tolist():
+        p = held_out[held_out.index("\n", s) + 1 :][:128]
+        with torch.no_grad():
+            model(torch.tensor([tok.encode(p)]))
+        w = model.attention_weights()[1, 0, 2]  # (n, n): query rows, key columns
+        for t in range(1, len(p)):
+            for j in range(1, t):
+                if p[j - 1] == p[t]:
+                    m = 1
+                    while m < 4 and j - 1 - m >= 0 and p[j - 1 - m] == p[t - m]:
+                        m += 1
+                    after[m].append(w[t, j].item())
+                    itself[m].append(w[t, j - 1].item())
+    mean_after = [round(sum(v) / len(v), 3) for v in after.values()]
+    mean_itself = [sum(v) / len(v) for v in itself.values()]
+    assert mean_after == printed
+    assert printed[0] < printed[1] < printed[2] and printed[2] > 2 * printed[1]  # "steeply"
+    assert 0 <= printed[3] - printed[2] < 0.05  # "hardly beyond"
+    assert max(mean_itself) < 0.02 and mean_itself[2] < mean_itself[0]  # the reversed reading
 
 
 def test_11_shipped_weights_command_is_the_recorded_one():

@@ -4748,7 +4748,7 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "pays 3.272, and guessing",
+        "pays 3.272 on the same characters",
         "3.272",
         3,
         r"frequency in the training plays: ([\d.]+) nats",
@@ -4941,6 +4941,20 @@ CLAIMS = [
         "4",
         0,
         r"top-p 0.9 +\d+ with p > 0, +(\d+) can be drawn",
+    ),
+    (
+        "09_generation_kv_cache",
+        "After top-k 3 only 3 characters",
+        "3",
+        0,
+        r"top-k 3 +(\d+) with p > 0",
+    ),
+    (
+        "09_generation_kv_cache",
+        "(`'b'` 0.000) is an arbitrary character of probability 0",
+        "0.000",
+        3,
+        r"top-k 3 .*'b' ([\d.]+)\n",
     ),
     (
         "09_generation_kv_cache",
@@ -7720,3 +7734,38 @@ def test_10_gpu_traffic_is_global_memory_not_always_hbm():
     assert md.count("global memory (the L2\ncache or HBM)") == 1
     for wrong in ("through HBM", "to HBM", "through main memory between", "goes through main"):
         assert wrong not in md, wrong
+
+
+def test_09_printed_zero_probabilities_are_the_rounded_exp_of_the_printed_nats():
+    """'The printed 0.00 are rounded: e^-5.63 ~ 0.004 and e^-5.72 ~ 0.003'."""
+    import math
+
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    nats = re.search(r"nats for occurrence 1 to 6 of ' shall I': +([\d.]+) +([\d.]+)", text)
+    probs = re.search(r"probability of occurrence 1 to 6 of ' shall I': +([\d.]+) +([\d.]+)", text)
+    assert [float(v) for v in nats.groups()] == [5.63, 5.72]
+    assert [float(v) for v in probs.groups()] == [0.0, 0.0]
+    assert [round(math.exp(-float(v)), 3) for v in nats.groups()] == [0.004, 0.003]
+
+
+def test_09_top_k_fourth_column_is_not_the_fourth_most_likely():
+    """After top-k 3 the fourth shown token has p = 0; at T = 1 the fourth most likely is 'o'."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    top_k = re.search(r"top-k 3 +3 with p > 0.*most likely: (.*)\n", text).group(1)
+    t1 = re.search(r"T = 1 +\d+ with p > 0.*most likely: (.*)\n", text).group(1)
+    assert top_k.split("  ")[3] == "'b' 0.000"
+    assert t1.split("  ")[3].startswith("'o' ") and float(t1.split("  ")[3].split()[1]) > 0
+
+
+def test_09_gqa_losses_come_from_julius_caesar_alone():
+    """'the first 20,000 characters of the held-out plays, all from *Julius Caesar*'."""
+    corpus = load_corpus()
+    assert corpus.held_out[0] == "julius-caesar"
+    assert len(corpus.plays["julius-caesar"]) > 20_000
+    assert corpus.held_out_text[:20_000] == corpus.plays["julius-caesar"][:20_000]
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "all from *Julius Caesar*" in md
+    assert "floor" not in md.split("### Measured: our own model, converted to GQA")[1]

@@ -2800,7 +2800,7 @@ CLAIMS = [
     ),
     (
         "07_bug_zoo",
-        "against 0.090 for the value",
+        "against\n0.090 for the value",
         "0.090",
         3,
         r"without the averaging, out_proj\(W_value\(x\)\): ([\d.]+)\n",
@@ -5205,15 +5205,28 @@ def test_bug_zoo_residuals_not_norms_keep_the_tokens_distinct():
     assert [r[1] for r in rows[2:]] == ["< 1e-4"] * 4 and float(rows[1][1]) > 1e-4
     assert {r[2] for r in rows} == {"1.00"}
     assert min(float(r[3]) for r in rows) == 4.75
-    # checklist item 7: the scale creeps up with residuals alone, drops with neither half
+    # checklist item 7: with the default init, the scale creeps up with residuals alone and
+    # drops with neither half (not the other way round)
     checklist = next(c for c in cells if c.get("id") == "07-033").source
-    assert "a scale that creeps\n   up means residuals without norms" in checklist
-    assert "no residual and no norm: bug 4's lecture notes version" in checklist
+    assert "it dropped in\n   the first layer and stayed low with no residual" in checklist
+    assert "and crept up with residuals without norms" in checklist
     stds = [float(r[4]) for r in rows]
     assert stds == sorted(stds) and stds[0] > 1.0  # residuals only: up, layer after layer
     notes = next(c for c in cells if c.get("id") == "07-030").outputs[0]["text"]
     notes_stds = [float(v) for v in re.findall(r"\n +\d \| .* \| +[\d.]+ +([\d.]+)", notes)]
     assert len(notes_stds) == 6 and max(notes_stds) < 0.1  # neither half: low from layer 1
+    # "From layer 2 on, the standard deviation of about 0.05 is ... one vector that every token
+    # shares": the printed stds from layer 2 on, and every row difference there 0.0000
+    after = next(c for c in cells if c.get("id") == "07-031").source
+    assert "From layer 2 on, the\nstandard deviation of about 0.05" in after
+    assert all(0.04 <= v <= 0.055 for v in notes_stds[1:])
+    notes_rows = re.findall(r"\n +\d \| .* \| +([\d.]+) +[\d.]+", notes)
+    assert notes_rows[1:] == ["0.0000"] * 5 and float(notes_rows[0]) > 0
+    # "each `nn.Linear` shrinks the scale" with PyTorch's default initialisation
+    torch.manual_seed(0)
+    unit = torch.randn(1000, 64)
+    with torch.no_grad():
+        assert all(torch.nn.Linear(64, d)(unit).std() < 0.7 for d in (64, 256))
 
 
 def test_bug_zoo_norms_only_rows_agree_across_queries_not_keys():
@@ -5245,11 +5258,12 @@ def test_bug_zoo_norms_only_rows_agree_across_queries_not_keys():
     assert round((weights.amax(dim=2) - weights.amin(dim=2)).median().item(), 4) == 0.0055
     assert float(median) == 0.0055
     assert (weights.amax(dim=3) - weights.amin(dim=3)).median().item() > 2 * 0.0055
-    # "the tokens' spread (RMS distance from their mean) out of layer 2's attention is 0.00088,
-    # against 0.090 for the value and output projections without the averaging": the spread
-    # across the tokens (dim 1 of (b, num_tokens, d_model)) of the attention's output and of
-    # out_proj(W_value(h)) (the attention with each token alone); across the features (dim 2),
-    # the reversed reading, the output still spreads by far more than 0.00088.
+    # "the tokens' spread (RMS deviation per feature from their mean token) out of layer 2's
+    # attention is 0.00088, against 0.090 for the value and output projections without the
+    # averaging": the spread across the tokens (dim 1 of (b, num_tokens, d_model)) of the
+    # attention's output and of out_proj(W_value(h)) (the attention with each token alone);
+    # across the features (dim 2), the reversed reading, the output still spreads by far more
+    # than 0.00088.
     with torch.no_grad():
         out = second.att(h)[0]  # (b, num_tokens, d_model)
         no_average = second.att.out_proj(second.att.W_value(h))  # (b, num_tokens, d_model)
@@ -5451,7 +5465,7 @@ def test_bug_zoo_checklist_table_says_what_the_summary_says():
     prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     assert "Rows summing to 1 hold even for bugs 1 and 2." in prose
     source = next(c for c in cells if c.get("id") == "07-034").source
-    assert "x = torch.randn(5, 6, 3)" in source  # b = 5: not num_heads, head_dim, T or d_in
+    assert "x_check = torch.randn(5, 6, 3)" in source  # b = 5: not num_heads, head_dim, T or d_in
     text = next(c for c in cells if c.get("id") == "07-034").outputs[0]["text"]
     checks = ["rows sum to 1", "future weights 0", "no future leak", "matches fused"]
     checks.append("weights get grads")

@@ -5326,21 +5326,22 @@ def test_bug_zoo_extra_mask_dim_folds_heads_into_the_token_rows():
 
 
 def test_bug_zoo_mask_without_unsqueeze_lands_on_the_heads():
-    """07, bug 5's fix: "with b == num_heads it silently masks head h (counted from 0) with the
-    padding of sequence h + 1 (... sequence 1 has no padding, yet its first query hides 0, 1, 2
-    and 3 keys in heads 0 to 3)", lengths [5, 4, 3, 2]. A mask applied per sequence would print
-    [0, 0, 0, 0]; one applied per query, not per head, a constant list too. Recomputed: in
-    every sequence, head h hides the keys that sequence h + 1 pads (h from 0), not its own."""
+    """07, bug 5's fix: "with b == num_heads it silently masks head h with the padding of batch
+    element h (both counted from 0; ... element 0 has no padding, yet its first query hides 0,
+    1, 2 and 3 keys in heads 0 to 3)", lengths [5, 4, 3, 2]. A mask applied per sequence would
+    print [0, 0, 0, 0]; one applied per query, not per head, a constant list too. Recomputed: in
+    every sequence, head h hides the keys that batch element h pads, not its own."""
     from attn_course.attention import padding_mask
 
     cells = nbformat.read(ROOT / "notebooks" / "07_bug_zoo.ipynb", as_version=4).cells
     prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
-    assert "masks head h (counted from 0) with the padding of sequence\nh + 1" in prose
+    assert "masks head h with the padding of batch element h (both\ncounted from 0;" in prose
+    assert "element 0 has no\npadding, yet its first query" in prose
     assert "its first query hides 0, 1, 2 and 3 keys in heads 0 to 3" in prose
     text = next(c for c in cells if c.get("id") == "07-bug5-fix-b").outputs[0]["text"]
     assert "b = 2, 8 heads: RuntimeError:" in text
     assert "head by head: [0, 1, 2, 3]" in text
-    mask = padding_mask([5, 4, 3, 2], 5)[:, 0]  # (b, 1, S), sequence h + 1 pads h keys
+    mask = padding_mask([5, 4, 3, 2], 5)[:, 0]  # (b, 1, S), batch element h pads h keys
     hidden = torch.zeros(4, 4, 5, 5).masked_fill(mask, -torch.inf).isinf()  # (b, heads, T, S)
     assert hidden[0, :, 0].sum(dim=-1).tolist() == [0, 1, 2, 3]
     for seq in range(4):
@@ -5466,6 +5467,14 @@ def test_bug_zoo_checklist_table_says_what_the_summary_says():
     assert "Rows summing to 1 hold even for bugs 1 and 2." in prose
     source = next(c for c in cells if c.get("id") == "07-034").source
     assert "x_check = torch.randn(5, 6, 3)" in source  # b = 5: not num_heads, head_dim, T or d_in
+    # checklist item 1 and the summary: num_heads != head_dim, as in the check run (6 / 2 = 3)
+    assert "MultiHeadAttention(3, 6, 6, 0.0, num_heads=2" in source
+    assert "MaskNotApplied(3, 6, 6, 0.0, num_heads=2" in source
+    assert "`num_heads != head_dim`" in prose and "`num_heads == head_dim`" in prose
+    for num_heads, head_dim, caught in ((2, 2, False), (2, 3, True)):
+        x = torch.randn(5, 6, num_heads * head_dim)
+        right = x.view(5, 6, num_heads, head_dim).shape
+        assert (x.view(5, 6, head_dim, num_heads).shape != right) == caught  # the split bug
     text = next(c for c in cells if c.get("id") == "07-034").outputs[0]["text"]
     checks = ["rows sum to 1", "future weights 0", "no future leak", "matches fused"]
     checks.append("weights get grads")

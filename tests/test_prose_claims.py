@@ -7792,3 +7792,39 @@ def test_09_gqa_losses_come_from_julius_caesar_alone():
     md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     assert "all from *Julius Caesar*" in md
     assert "floor" not in md.split("### Measured: our own model, converted to GQA")[1]
+
+
+def test_09_paired_test_for_none_against_top_p_is_mcnemar_from_the_printed_counts():
+    """09 §2 (review r09k): "with no loops at T = 1.0, top-p's 5 loops are 5 pairs that all
+    differ the same way, and McNemar's exact test gives 2 · 0.5⁵ = 0.06, against Fisher's 0.04":
+    from the printed row T = 1.0 0/16 against top-p 5/16, every top-p loop is a discordant pair
+    (T = 1.0 has none), so the exact two-sided McNemar p is 2 · 0.5^5, weaker than Fisher's."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    md = next(c.source for c in cells if c.cell_type == "markdown" and "McNemar" in c.source)
+    printed = "\n".join(nearby_outputs(cells, "McNemar's\nexact test"))
+    pattern = r"T = 1\.0 +(\d+)/16  vs  T = 0\.8, top-p 0\.9 +(\d+)/16 +p = ([\d.]+)"
+    row = re.search(pattern, printed)
+    none, top_p, fisher = int(row.group(1)), int(row.group(2)), float(row.group(3))
+    assert none == 0 and top_p == 5
+    discordant = top_p - none  # with no loops on one side, each loop on the other is discordant
+    mcnemar = min(1.0, 2 * 0.5**discordant)
+    text = " ".join(md.split())
+    assert f"{discordant} pairs that all differ the same way" in text
+    assert f"2 · 0.5⁵ = {mcnemar:.2f}, against Fisher's {fisher:.2f}" in text
+    assert mcnemar > fisher
+
+
+def test_09_beam_search_beat_greedy_in_4_of_6_pairs():
+    """09 Summary (review r09k): beam search "found more likely text than greedy in 4 of the 6
+    prompt-and-width pairs tried here": in the printed beam table, widths 2-4 whose log-prob is
+    above (less negative than) greedy's on the same prompt; the reversed comparison gives 2."""
+    cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
+    md = next(c.source for c in cells if c.cell_type == "markdown" and "## Summary" in c.source)
+    assert "in 4 of the\n  6 prompt-and-width pairs tried here" in md
+    beams = next(text_outputs(c) for c in cells if "beam_texts = {}" in c.source)
+    rows = re.findall(r"\n('.*?') +(\d)(?: \(greedy\))? +(-[\d.]+)", beams)
+    greedy = {prompt: float(score) for prompt, width, score in rows if width == "1"}
+    wider = [(prompt, float(score)) for prompt, width, score in rows if width != "1"]
+    assert len(wider) == 6 and len(greedy) == 2
+    assert sum(score > greedy[prompt] for prompt, score in wider) == 4
+    assert sum(score < greedy[prompt] for prompt, score in wider) == 2

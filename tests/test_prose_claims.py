@@ -226,14 +226,14 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "repeat a passage of 8 to 64 characters",
+        "repeats a passage of 8 to 64 characters",
         "8",
         0,
         r"repeat a passage of (\d+) to",
     ),
     (
         "11_language_model",
-        "repeat a passage of 8 to 64 characters",
+        "repeats a passage of 8 to 64 characters",
         "64",
         0,
         r"repeat a passage of \d+ to (\d+) characters",
@@ -496,6 +496,13 @@ CLAIMS = [
         "0.67",
         2,
         r"shipped \(repeat share 0\.25\) +[\d.]+ +[\d.]+ +L1 H2 ([\d.]+)",
+    ),
+    (
+        "11_language_model",
+        "its real-word score of 1.00 says little",
+        "1.00",
+        2,
+        r"greedy \(one text\) +([\d.]+)",
     ),
     (
         "11_language_model",
@@ -3596,7 +3603,7 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "(0.20 of it on key 0",
+        "(a mean weight of 0.20 goes to key 0",
         "0.20",
         2,
         r"on key 0 \(the first character\): ([\d.]+)",
@@ -7410,6 +7417,55 @@ def test_11_shipped_weights_command_is_the_recorded_one():
     md = [c.source for c in cells if c.cell_type == "markdown"]
     assert sum(f"`{command}`" in source for source in md) == 2
     assert not any("`python -m attn_course train shakespeare`" in source for source in md)
+
+
+def test_11_plain_windows_command_is_the_recorded_one():
+    """11: section 5 quotes the plain-windows run's recorded command in full (with
+    ``--threads 1`` and ``--save``), the one cell 31 prints, not a bare ``--repeat-share 0``."""
+    from attn_course.lm import plain_recording
+
+    command = plain_recording()["command"]
+    assert "--threads 1" in command and "--save " in command and "--repeat-share 0" in command
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    md = [" ".join(c.source.split()) for c in cells if c.cell_type == "markdown"]
+    assert sum(f"`{command}`" in source for source in md) == 1
+    assert not any("`python -m attn_course train shakespeare --repeat-share 0`" in s for s in md)
+
+
+def test_11_repeat_windows_are_drawn_per_window_not_a_fixed_quarter():
+    """11: each training window repeats independently with probability 0.25 (``lm._windows``),
+    so the count per batch of 32 varies; the notebook says so and never "a quarter of its
+    windows"."""
+    from attn_course.lm import LM_CONFIGS, _windows
+
+    cfg = LM_CONFIGS["default"]
+    gen = torch.Generator().manual_seed(0)
+    data = torch.arange(5000)
+    counts = set()
+    for _ in range(20):
+        windows = _windows(data, cfg.batch_size, cfg.context_length, gen, cfg.repeat_share)
+        counts.add(int(sum(bool((w[1:] == w[0]).any()) for w in windows)))
+    assert len(counts) > 1  # not a fixed share of each batch
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    md = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    assert "quarter of its windows" not in md and "quarter of its training windows" not in md
+    assert md.count("probability 0.25") >= 5
+
+
+def test_11_word_start_weight_to_watch_is_section_4s_printed_far_value():
+    """11: the closing "try" points at letters whose word start lies 4 or more back (for the 3rd
+    and 4th letters the start is just two or three back), with section 4's printed value."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    printed = next(
+        re.search(r"L1 H3 on the word start 2 or 3 back: ([\d.]+) .*4 or more back: ([\d.]+)", t)
+        for t in map(text_outputs, cells)
+        if "L1 H3 on the word start" in t
+    )
+    near, far = printed.group(1), printed.group(2)
+    md = " ".join(next(c.source for c in cells if "a word\nyou invent" in c.source).split())
+    assert "for the 3rd and 4th letters that is just two or three back" in md
+    watch = f"watch the 5th letter on, where the start still gets some weight: {far} on average"
+    assert watch in md and "when it lies 4 or more back" in md and near != far
 
 
 @pytest.mark.slow  # runs the shipped model on 16 passages (about a second)

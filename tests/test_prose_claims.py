@@ -5242,18 +5242,14 @@ def test_bug_zoo_residuals_not_norms_keep_the_tokens_distinct():
     notes = next(c for c in cells if c.get("id") == "07-030").outputs[0]["text"]
     notes_stds = [float(v) for v in re.findall(r"\n +\d \| .* \| +[\d.]+ +([\d.]+)", notes)]
     assert len(notes_stds) == 6 and max(notes_stds) < 0.1  # neither half: low from layer 1
-    # "From layer 2 on, the standard deviation of about 0.05 is ... one vector that every token
-    # shares": the printed stds from layer 2 on, and every row difference there 0.0000
+    # "From layer 2 on, the standard deviation stays near 0.05 (0.044 to 0.051 in the table)":
+    # the printed stds from layer 2 on, and every row difference there 0.0000 (one shared vector)
     after = next(c for c in cells if c.get("id") == "07-031").source
-    assert "From layer 2 on, the\nstandard deviation of about 0.05" in after
-    assert all(0.04 <= v <= 0.055 for v in notes_stds[1:])
+    assert "From layer 2 on, the\nstandard deviation stays near 0.05 (0.044 to 0.051" in after
+    assert (f"{min(notes_stds[1:]):.3f}", f"{max(notes_stds[1:]):.3f}") == ("0.044", "0.051")
     notes_rows = re.findall(r"\n +\d \| .* \| +([\d.]+) +[\d.]+", notes)
     assert notes_rows[1:] == ["0.0000"] * 5 and float(notes_rows[0]) > 0
-    # "each `nn.Linear` shrinks the scale" with PyTorch's default initialisation
-    torch.manual_seed(0)
-    unit = torch.randn(1000, 64)
-    with torch.no_grad():
-        assert all(torch.nn.Linear(64, d)(unit).std() < 0.7 for d in (64, 256))
+    assert "shrinks the scale" not in after  # what sets the level is not shown, so not claimed
 
 
 def test_bug_zoo_norms_only_rows_agree_across_queries_not_keys():

@@ -6251,8 +6251,8 @@ def test_attention_cost_timing():
         "may change from run to run and from machine to machine (only one run is stored here)",
         "so the fitted slopes can differ from run to run and from machine to machine (only one "
         "run is stored here)",
-        "the same outputs up to float32 rounding (allclose, atol = 1e-5)",
-        "gives the same outputs up to float32 rounding (allclose, atol = 1e-5)",
+        "the same outputs up to float32 rounding (allclose, atol = rtol = 1e-5)",
+        "gives the same outputs up to float32 rounding (allclose, atol = rtol = 1e-5)",
         "(the prefill column, which counts those weights alone: a lower bound, like the training "
         "column)",
         "needs at least a twelfth of that, still at least 768 GiB at 128k tokens (about three "

@@ -3623,10 +3623,11 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "(a mean weight of 0.20 goes to key 0",
+        "the first character, is 0.20): it is the head",
         "0.20",
         2,
-        r"on key 0 \(the first character\): ([\d.]+)",
+        r"mean weight on key 0 \(the first character\) over queries 9 on, where key 0 lies more "
+        r"than 8 back: ([\d.]+)",
     ),
     (
         "11_language_model",
@@ -7553,6 +7554,45 @@ def test_11_first_token_weight_falls_along_the_queries_and_a_copy_lowers_it():
     assert f"fades over the next 16 ({fade})" in md.replace("\n", " ")
     repeated = torch.stack([l1h2((t[:16] * 8)[: len(t)]) for t in texts])  # (8, n, n)
     assert round(repeated[:, 16:32, 0].mean().item(), 2) == copied
+
+
+@pytest.mark.slow  # runs the shipped model on 8 passages (under a second)
+def test_11_first_token_mean_weight_far_back_divides_by_the_queries_it_sums():
+    """11 §4, review r11n: L1 H2's printed weight on key 0 is the mean over exactly queries 9 to
+    127 (119 queries, where key 0 lies more than 8 back), not their sum over the profile's 120
+    queries (8 to 127). The cell's own expression, run on weights where query t gives key 0 the
+    weight t, gives mean(9..127) = 68; the sum / 120 would give 67.43, queries 8 on 67.5."""
+    import ast
+
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    cell = next(c for c in cells if c.get("id") == "d429dd59")
+    printed = re.search(r"L1 H2's mean weight on key 0 \(the first character\) over queries "
+                        r"(\d+) on, where key 0 lies more than (\d+) back: ([\d.]+)",
+                        text_outputs(cell))  # fmt: skip
+    first, back, value = int(printed.group(1)), int(printed.group(2)), printed.group(3)
+    assert (first, back) == (9, 8)
+    tree = ast.parse(cell.source)
+    tree.body = [n for n in tree.body if ast.unparse(n).startswith("sink = ")]
+    assert len(tree.body) == 1
+    weights = torch.zeros(4, 1, 4, 128, 128)  # (num_layers, 1, num_heads, n, n)
+    weights[1, 0, 2, :, 0] = torch.arange(128.0)  # query t puts weight t on key 0
+    namespace = {"torch": torch, "texts": ["x" * 128] * 2, "max_offset": back,
+                 "model_weights": lambda text: weights}  # fmt: skip
+    exec(compile(tree, "d429dd59", "exec"), namespace)
+    assert namespace["sink"].item() == 68.0 == sum(range(9, 128)) / 119
+    assert sum(range(9, 128)) / 120 != 68.0 != sum(range(8, 128)) / 120
+
+    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
+    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
+    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
+    with torch.no_grad():
+        key0 = []
+        for text in texts:
+            model(torch.tensor([tok.encode(text)]))
+            key0.append(model.attention_weights()[1, 0, 2, first:, 0])  # queries 9 to 127
+    key0 = torch.stack(key0)  # (8, 119)
+    assert key0.shape == (8, 128 - back - 1)
+    assert f"{key0.mean():.2f}" == value
 
 
 def test_11_generation_restarts_at_the_new_character_the_notebook_prints():

@@ -101,8 +101,9 @@ def word_start_targets(text: str) -> torch.Tensor:
 def line_start_targets(text: str) -> torch.Tensor:
     """bool (n, n): the target of query t is the line break that starts its line.
 
-    Only queries at least two characters past that line break count; the text's first line,
-    which has none, does not.
+    A line break belongs to the line it ends (its target is the break before that line). Only
+    queries at least two characters past that line break count; the text's first line, which
+    has none, does not.
     """
     return _anchored(text, "\n", offset=1)
 

@@ -7595,6 +7595,57 @@ def test_11_first_token_mean_weight_far_back_divides_by_the_queries_it_sums():
     assert f"{key0.mean():.2f}" == value
 
 
+def test_11_a_line_break_query_targets_the_break_before_its_own_line():
+    """11 §4, review r11o: "a line break belongs to the line it ends", so on "A\nBC\nD" the
+    second line break (query 4) targets the break at 1 that starts its own line, like 'C'
+    (query 3). Read the other way (a break belongs to the line it starts) its target would be
+    itself, 0 back, and it would have none."""
+    from attn_course.text_heads import line_start_targets
+
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    md = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    row = "| line start | the line break that starts t's line (a line break belongs to the line "
+    assert row + "it ends), at least two back |" in md
+    targets = line_start_targets("A\nBC\nD")
+    assert targets.nonzero().tolist() == [[3, 1], [4, 1]]
+    assert not targets[4, 4] and not targets[5].any()  # 'D' is right after its break
+
+
+def test_11_copy_shares_are_of_positions_match_to_126_and_right_means_the_next_character():
+    """11 §5, review r11o: ``lm.copy_rate``'s shares are of the positions t = match to 126 of
+    each 128-character window (125 per window for match 2, 119 for match 8, not all 128), as
+    the printed header says; "copying right" compares the character AFTER the earlier
+    occurrence with t + 1, not the matched character t (always equal where copyable). The
+    printed table is what copy_rate gives on the cell's windows, and shares of all 128
+    characters would print other numbers."""
+    from attn_course.lm import copy_rate
+
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    md = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    assert "Each share is of the positions t = match to 126, a count that differs per row:" in md
+    assert "the next character, t + 1 (copying right)" in md
+    text = next(t for t in map(text_outputs, cells) if "copying right" in t)
+    assert text.startswith("shares of the positions t = match to 126 of 300 windows\n")
+    distinct = [chr(0x100 + i) for i in range(128)]
+    for match in (2, 8):  # one copyable position: t = 59 + match, the end of the repeat
+        window = "".join(distinct[:60] + distinct[10 : 10 + match] + distinct[60 : 128 - match])
+        assert len(window) == 128 and len(range(match, 127)) == 127 - match
+        assert copy_rate([window], match) == (1 / (127 - match), 0.0)  # next: new, not copied
+
+    corpus = load_corpus()
+    starts = torch.randint(len(corpus.train_text) - 200, (300,),
+                           generator=torch.Generator().manual_seed(0)).tolist()  # fmt: skip
+    windows = [corpus.train_text[s : s + 128] for s in starts]
+    rows = re.findall(r"^ +(\d+) +([\d.]+)% +([\d.]+)% +(\d+)%$", text, flags=re.M)
+    assert [int(r[0]) for r in rows] == [2, 3, 4, 5, 6, 8]
+    for match, copyable, right, _ in rows:
+        shares = copy_rate(windows, int(match))
+        assert [f"{v:.1%}" for v in shares] == [copyable + "%", right + "%"]
+        all_characters = [v * (127 - int(match)) / 128 for v in shares]
+        if match == "2":
+            assert f"{all_characters[0]:.1%}" != copyable + "%"
+
+
 def test_11_generation_restarts_at_the_new_character_the_notebook_prints():
     """11 §7: with an 8-character prompt, new character 121 is still drawn from the whole text
     and 122 is the first drawn after generate's restart on the last 64 characters."""

@@ -32,9 +32,11 @@ GOOD_SDPA = (
     "    weights = torch.softmax(scores, dim=-1)\n"
     "    return weights @ values, weights"
 )
-# One C call of minutes (about 120 products of 4000 x 4000 matrices): no signal stops it.
+# One C call of minutes (about 120 products of 4000 x 4000 matrices): no signal stops it. On
+# one thread: it burns one core until the grader kills its kernel, not every core.
 LONG_CALL = (
     "def causal_mask(num_tokens):\n"
+    "    torch.set_num_threads(1)\n"
     "    torch.linalg.matrix_power(torch.rand(4000, 4000), 2**62)\n"
     f"    return {GOOD_MASK}"
 )

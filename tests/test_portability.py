@@ -5,7 +5,8 @@ code paths (PyTorch's generic kernels, MKL's compatible path) and another thread
 (``--nbval-native`` turns that off). The first test proves the kernel nbval starts really is
 that other machine; the second that the pass can fail: a cell that prints digits float32
 rounding decides, stored as this machine's own kernels print them, fails under nbval, in the
-same run as the cell stored as the other machine prints it, which passes.
+same run as the cell stored as the other machine prints it, which passes. One nbval run (one
+pytest process, three kernels) serves both.
 """
 
 from __future__ import annotations
@@ -65,37 +66,46 @@ def printed_by(source: str, **variables: str) -> str:
     return result.stdout
 
 
-def test_nbval_kernels_run_generic_kernels_and_the_other_thread_count(tmp_path):
-    path = tmp_path / "probe.ipynb"
-    one_cell_notebook(
-        path,
-        "import os, torch\n"
-        "torch.set_num_threads(1)\n"
-        "print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads(),"
-        " os.environ.get('MKL_CBWR'))",
-        "DEFAULT 2 COMPATIBLE\n",
-    )
-    # The probe lies outside the repository, so its run loads ROOT/conftest.py as a plugin.
-    env_override = os.environ.get("ATTN_COURSE_OTHER_MACHINE")
-    if env_override:
-        pytest.skip(f"ATTN_COURSE_OTHER_MACHINE={env_override!r} names another machine")
-    result = run_nbval(path)
-    assert result.returncode == 0, result.stdout[-3000:]
+PROBE = (
+    "import os, torch\n"
+    "torch.set_num_threads(1)\n"
+    "print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads(),"
+    " os.environ.get('MKL_CBWR'))"
+)
 
 
-def test_the_portable_pass_fails_a_cell_that_prints_rounding(tmp_path):
+@pytest.fixture(scope="module")
+def nbval_run(tmp_path_factory) -> dict:
+    """One nbval run (one pytest process) over three one-cell notebooks outside the repository
+    (so the run loads ROOT/conftest.py as a plugin): the probe, stored as the other machine
+    should print it, and the fragile cell twice, stored as this machine's own kernels print it
+    ("mine") and as the other machine prints it ("others"). Returns each notebook's outcome,
+    the run's output and the two printed digests."""
+    root = tmp_path_factory.mktemp("portability")
+    one_cell_notebook(root / "probe.ipynb", PROBE, "DEFAULT 2 COMPATIBLE\n")
     native = printed_by(FRAGILE)
     paths = code_paths(os.environ.get("ATTN_COURSE_OTHER_MACHINE") or OTHER_MACHINE)
     other = printed_by(FRAGILE.replace("set_num_threads(1)", "set_num_threads(2)"), **paths)
-    if other == native:
-        pytest.skip("this CPU's own code paths round as the other machine's: nothing to show")
-    # One nbval run, two notebooks: the cell stored as this machine prints it fails; stored as
-    # the other machine prints it, it passes: only the digits failed.
-    mine, others = tmp_path / "mine.ipynb", tmp_path / "others.ipynb"
-    one_cell_notebook(mine, FRAGILE, native)
-    one_cell_notebook(others, FRAGILE, other)
-    result = run_nbval(mine, others)
-    assert result.returncode == 1 and "mismatch 'stdout'" in result.stdout, result.stdout[-3000:]
+    one_cell_notebook(root / "mine.ipynb", FRAGILE, native)
+    one_cell_notebook(root / "others.ipynb", FRAGILE, other)
+    result = run_nbval(*(root / f"{name}.ipynb" for name in ("probe", "mine", "others")))
     verdicts = [line.split()[:2] for line in result.stdout.splitlines() if "::Cell 0" in line]
-    outcomes = {Path(node.split("::")[0]).name: outcome for outcome, node in verdicts}
-    assert outcomes == {"mine.ipynb": "FAILED", "others.ipynb": "PASSED"}, result.stdout[-3000:]
+    outcomes = {Path(node.split("::")[0]).stem: outcome for outcome, node in verdicts}
+    return {"outcomes": outcomes, "output": result.stdout[-3000:], "native": native, "other": other}
+
+
+def test_nbval_kernels_run_generic_kernels_and_the_other_thread_count(nbval_run):
+    env_override = os.environ.get("ATTN_COURSE_OTHER_MACHINE")
+    if env_override:
+        pytest.skip(f"ATTN_COURSE_OTHER_MACHINE={env_override!r} names another machine")
+    assert nbval_run["outcomes"]["probe"] == "PASSED", nbval_run["output"]
+
+
+def test_the_portable_pass_fails_a_cell_that_prints_rounding(nbval_run):
+    if nbval_run["other"] == nbval_run["native"]:
+        pytest.skip("this CPU's own code paths round as the other machine's: nothing to show")
+    # the cell stored as this machine prints it fails; stored as the other machine prints it,
+    # it passes: only the digits failed
+    outcomes = {name: nbval_run["outcomes"][name] for name in ("mine", "others")}
+    assert outcomes == {"mine": "FAILED", "others": "PASSED"}, nbval_run["output"]
+    assert "mismatch 'stdout'" in nbval_run["output"]

@@ -234,7 +234,7 @@ def offset_profile(attn_weights: torch.Tensor, max_offset: int) -> torch.Tensor:
     )
 
 
-NAMED_AT = 0.5  # a head is named by a pattern only when more than half its weight goes there
+NAMED_AT = 0.5  # named by a pattern when its score (a mean over queries with targets) is >= this
 ABOVE_BASELINE = 0.05  # an unnamed head's best pattern must beat the baseline by this much
 
 

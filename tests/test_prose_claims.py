@@ -212,7 +212,7 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "its score reaches 0.5",
+        "its score is 0.5 or more",
         "0.5",
         1,
         r"named at a score of ([\d.]+)",
@@ -3606,6 +3606,34 @@ CLAIMS = [
         "0.03",
         2,
         r"L1 H2 on key 0: .*queries 64 to 127 ([\d.]+)",
+    ),
+    (
+        "11_language_model",
+        "number 0.21 per query over queries 1 to 63,",
+        "0.21",
+        2,
+        r"last two, per query: queries 1 to 63 ([\d.]+), 64 to 127",
+    ),
+    (
+        "11_language_model",
+        "0.62 over 64 to 127, and L1 H2's weight",
+        "0.62",
+        2,
+        r"last two, per query: queries 1 to 63 [\d.]+, 64 to 127 ([\d.]+);",
+    ),
+    (
+        "11_language_model",
+        "rises from 0.07 to 0.18, far less than its",
+        "0.07",
+        2,
+        r"L1 H2's weight on them: queries 1 to 63 ([\d.]+), 64 to 127",
+    ),
+    (
+        "11_language_model",
+        "rises from 0.07 to 0.18, far less than its",
+        "0.18",
+        2,
+        r"L1 H2's weight on them: queries 1 to 63 [\d.]+, 64 to 127 ([\d.]+)",
     ),
     (
         "11_language_model",
@@ -7593,6 +7621,66 @@ def test_11_first_token_mean_weight_far_back_divides_by_the_queries_it_sums():
     key0 = torch.stack(key0)  # (8, 119)
     assert key0.shape == (8, 128 - back - 1)
     assert f"{key0.mean():.2f}" == value
+
+
+@pytest.mark.slow  # runs the shipped model on 8 passages (under a second)
+def test_11_chance_matches_grow_with_the_query_and_take_less_than_key_0_loses():
+    """11 §4, review r11p: in the 8 plain passages, the keys j < t whose two PRECEDING characters
+    (x[j - 2], x[j - 1]) are query t's LAST two (x[t - 1], x[t]) number per query, and take of
+    L1 H2's weight, what cell 12 prints for queries 1 to 63 and for 64 to 127, and both rise
+    from the first range to the second, by less than the weight on key 0 falls. Reversed
+    readings give other numbers: the key as the match's own last character (x[j] == x[t],
+    x[j - 1] == x[t - 1]) gets almost no weight, the pair matched in the other order
+    (x[j - 1] == x[t - 1], x[j - 2] == x[t]) counts other keys, and swapping the query ranges
+    turns the rise into a fall."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    found = re.search(
+        r"keys j < t whose two preceding characters are query t's last two, per query: queries "
+        r"1 to 63 ([\d.]+), 64 to 127 ([\d.]+); L1 H2's weight on them: queries 1 to 63 "
+        r"([\d.]+), 64 to 127 ([\d.]+)",
+        text,
+    )
+    c1, c2, w1, w2 = found.groups()
+    k1, k2 = re.search(r"L1 H2 on key 0: queries 1 to 63 ([\d.]+), queries 64 to 127 ([\d.]+)",
+                       text).groups()  # fmt: skip
+    assert (
+        f"number {c1} per query over queries 1 to 63, {c2} over 64 to 127, and L1 H2's weight on "
+        f"them rises from {w1} to {w2}, far less than its key-0 weight falls ({k1} over queries 1 "
+        f"to 63, {k2} over 64 to 127;"
+    ) in md
+    assert float(c1) < float(c2) and float(w1) < float(w2)  # swapped ranges would fall
+    assert 2 * (float(w2) - float(w1)) < float(k1) - float(k2)  # "far less"
+
+    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
+    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
+    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
+    readings = {  # (query t, key j) -> a match; the first is the notebook's
+        "preceding": lambda x, t, j: j >= 2 and x[j - 1] == x[t] and x[j - 2] == x[t - 1],
+        "own": lambda x, t, j: j >= 1 and x[j] == x[t] and x[j - 1] == x[t - 1],
+        "swapped pair": lambda x, t, j: j >= 2 and x[j - 1] == x[t - 1] and x[j - 2] == x[t],
+    }
+    counts = {name: [[0, 0], [0, 0]] for name in readings}  # [range][count, weight sums]
+    weights_on = {name: [0.0, 0.0] for name in readings}
+    for p in texts:
+        with torch.no_grad():
+            model(torch.tensor([tok.encode(p)]))
+        w = model.attention_weights()[1, 0, 2]  # (n, n): L1 H2, query rows, key columns
+        for t in range(1, len(p)):
+            for name, matches in readings.items():
+                keys = [j for j in range(t) if matches(p, t, j)]
+                counts[name][t >= 64][0] += len(keys)
+                weights_on[name][t >= 64] += w[t, keys].sum().item()
+    queries = (8 * 63, 8 * 64)  # queries 1 to 63 and 64 to 127 of the 8 passages
+    got = {
+        name: [f"{counts[name][r][0] / queries[r]:.2f}" for r in (0, 1)]
+        + [f"{weights_on[name][r] / queries[r]:.2f}" for r in (0, 1)]
+        for name in readings
+    }
+    assert got["preceding"] == [c1, c2, w1, w2]
+    assert got["own"][2:] != [w1, w2] and max(map(float, got["own"][2:])) < 0.01
+    assert got["swapped pair"][:2] != [c1, c2]
 
 
 def test_11_a_line_break_query_targets_the_break_before_its_own_line():

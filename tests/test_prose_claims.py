@@ -7739,6 +7739,66 @@ def test_11_first_token_mean_weight_far_back_divides_by_the_queries_it_sums():
 
 
 @pytest.mark.slow  # runs the shipped model on 8 passages (under a second)
+def test_11_late_weight_of_l1h2_splits_by_the_keys_preceding_character():
+    """11 §4, review r11r: over queries 64 to 127 of the 8 plain passages, L1 H2's weight splits
+    exactly into key 0, the query itself, the keys 0 < j < t whose PRECEDING character is the
+    query's CURRENT one (x[j - 1] == x[t]; the 2-character matches among them) and the other
+    keys, as cell 12 prints and cell 13 states, with the largest weight per query. Reversed
+    readings give other parts: the key's own character (x[j] == x[t]), or queries 1 to 63."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    found = re.search(
+        r"L1 H2, queries 64 to 127: key 0 ([\d.]+), itself ([\d.]+), keys j \(0 < j < t\) after "
+        r"an earlier occurrence of query t's character \(x\[j - 1\] == x\[t\]\) ([\d.]+), the "
+        r"other keys ([\d.]+) \(together ([\d.]+)\); its largest weight per query ([\d.]+) on "
+        r"average, its largest on the other keys ([\d.]+)",
+        text,
+    )
+    printed = list(found.groups())
+    key0, itself, after, rest, together, largest, largest_rest = printed
+    assert together == "1.00" == f"{sum(map(float, (key0, itself, after, rest))):.2f}"
+    two = re.search(r"L1 H2's weight on them: queries 1 to 63 [\d.]+, 64 to 127 ([\d.]+)", text)[1]
+    assert float(two) <= float(after)  # the 2-character matches are among these keys
+    assert (
+        f"over queries 64 to 127, L1 H2 gives key 0 {key0}, itself {itself} and the keys after an "
+        f"earlier occurrence of the current character {after} (the {two} above among them); the "
+        f"other {rest} is spread thinly (its largest weight per query averages {largest}, on "
+        f"those other keys {largest_rest}), a part of its pattern this notebook does not explain."
+    ) in md
+    assert float(largest_rest) < float(largest) < 0.5 < float(rest)  # "spread thinly"
+
+    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
+    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
+    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
+    readings = {  # (query t, key j) -> key j follows an earlier copy; the first is the notebook's
+        "preceding": lambda x, t, j: x[j - 1] == x[t],
+        "own": lambda x, t, j: x[j] == x[t],
+    }
+    parts = {(name, late): [] for name in readings for late in (True, False)}
+    for p in texts:
+        with torch.no_grad():
+            model(torch.tensor([tok.encode(p)]))
+        w = model.attention_weights()[1, 0, 2]  # (n, n): L1 H2, query rows, key columns
+        for t in range(1, len(p)):
+            for name, matches in readings.items():
+                keys = [j for j in range(1, t) if matches(p, t, j)]
+                others = [j for j in range(1, t) if j not in keys]
+                row = [w[t, 0], w[t, t], w[t, keys].sum(), w[t, others].sum()]
+                assert abs(sum(row) - 1) < 1e-5  # an exact partition of the query's keys
+                row += [w[t].max(), w[t, others].max() if others else torch.tensor(0.0)]
+                parts[name, t >= 64].append([v.item() for v in row])
+    got = {
+        key: [f"{v:.2f}" for v in torch.tensor(rows).mean(dim=0).tolist()]
+        for key, rows in parts.items()
+    }
+    assert len(parts["preceding", True]) == 8 * 64
+    assert got["preceding", True] == [key0, itself, after, rest, largest, largest_rest]
+    assert got["own", True][2:4] != [after, rest]  # the key's own character: other parts
+    assert got["preceding", False][:4] != [key0, itself, after, rest]  # queries 1 to 63
+
+
+@pytest.mark.slow  # runs the shipped model on 8 passages (under a second)
 def test_11_chance_matches_grow_with_the_query_and_take_less_than_key_0_loses():
     """11 §4, review r11p: in the 8 plain passages, the keys j < t whose two PRECEDING characters
     (x[j - 2], x[j - 1]) are query t's LAST two (x[t - 1], x[t]) number per query, and take of

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Iterator
 
 import nbformat
 import numpy as np
@@ -5225,6 +5226,31 @@ def nearby_outputs(cells: list, phrase: str) -> list[str]:
     return [text_outputs(c) for c in cells[lo:hi] if c.cell_type == "code"]
 
 
+def _printed_and_prose_11() -> tuple[str, str]:
+    """Notebook 11's printed text outputs, and its markdown with whitespace runs as one space."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
+    md = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    return text, md
+
+
+def _plain_passages_11() -> list[str]:
+    """Notebook 11 §4's 8 plain passages: 128 held-out characters from a line start each."""
+    held_out = load_corpus().held_out_text
+    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
+    return [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
+
+
+def _l1h2_weights_11() -> Iterator[tuple[str, torch.Tensor]]:
+    """Each of the 8 plain passages, and the shipped model's L1 H2 weights on it: (n, n),
+    query rows, key columns."""
+    model, tok = pretrained_lm(), lm_tokenizer()
+    for passage in _plain_passages_11():
+        with torch.no_grad():
+            model(torch.tensor([tok.encode(passage)]))
+        yield passage, model.attention_weights()[1, 0, 2]
+
+
 @pytest.mark.parametrize(
     ("notebook", "phrase", "figure", "decimals", "pattern"),
     CLAIMS,
@@ -7671,9 +7697,7 @@ def test_11_first_token_weight_falls_along_the_queries_and_a_copy_lowers_it():
                                          text).groups())  # fmt: skip
     assert copied < plain == printed[1]
 
-    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
-    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
-    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
+    model, tok, texts = pretrained_lm(), lm_tokenizer(), _plain_passages_11()
 
     @torch.no_grad()
     def l1h2(passage: str) -> torch.Tensor:  # (n, n): L1 H2's weights, query rows, key columns
@@ -7725,9 +7749,7 @@ def test_11_first_token_mean_weight_far_back_divides_by_the_queries_it_sums():
     assert namespace["sink"].item() == 68.0 == sum(range(9, 128)) / 119
     assert sum(range(9, 128)) / 120 != 68.0 != sum(range(8, 128)) / 120
 
-    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
-    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
-    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
+    model, tok, texts = pretrained_lm(), lm_tokenizer(), _plain_passages_11()
     with torch.no_grad():
         key0 = []
         for text in texts:
@@ -7745,9 +7767,7 @@ def test_11_late_weight_of_l1h2_splits_by_the_keys_preceding_character():
     query's CURRENT one (x[j - 1] == x[t]; the 2-character matches among them) and the other
     keys, as cell 12 prints and cell 13 states, with the largest weight per query. Reversed
     readings give other parts: the key's own character (x[j] == x[t]), or queries 1 to 63."""
-    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
-    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
-    md = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    text, md = _printed_and_prose_11()
     found = re.search(
         r"L1 H2, queries 64 to 127: key 0 ([\d.]+), itself ([\d.]+), keys j \(0 < j < t\) after "
         r"an earlier occurrence of query t's character \(x\[j - 1\] == x\[t\]\) ([\d.]+), the "
@@ -7768,18 +7788,12 @@ def test_11_late_weight_of_l1h2_splits_by_the_keys_preceding_character():
     ) in md
     assert float(largest_rest) < float(largest) < 0.5 < float(rest)  # "spread thinly"
 
-    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
-    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
-    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
     readings = {  # (query t, key j) -> key j follows an earlier copy; the first is the notebook's
         "preceding": lambda x, t, j: x[j - 1] == x[t],
         "own": lambda x, t, j: x[j] == x[t],
     }
     parts = {(name, late): [] for name in readings for late in (True, False)}
-    for p in texts:
-        with torch.no_grad():
-            model(torch.tensor([tok.encode(p)]))
-        w = model.attention_weights()[1, 0, 2]  # (n, n): L1 H2, query rows, key columns
+    for p, w in _l1h2_weights_11():
         for t in range(1, len(p)):
             for name, matches in readings.items():
                 keys = [j for j in range(1, t) if matches(p, t, j)]
@@ -7808,9 +7822,7 @@ def test_11_chance_matches_grow_with_the_query_and_take_less_than_key_0_loses():
     x[j - 1] == x[t - 1]) gets almost no weight, the pair matched in the other order
     (x[j - 1] == x[t - 1], x[j - 2] == x[t]) counts other keys, and swapping the query ranges
     turns the rise into a fall."""
-    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
-    text = "\n".join(text_outputs(c) for c in cells if c.cell_type == "code")
-    md = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    text, md = _printed_and_prose_11()
     found = re.search(
         r"keys j < t whose two preceding characters are query t's last two, per query: queries "
         r"1 to 63 ([\d.]+), 64 to 127 ([\d.]+); L1 H2's weight on them: queries 1 to 63 "
@@ -7828,9 +7840,6 @@ def test_11_chance_matches_grow_with_the_query_and_take_less_than_key_0_loses():
     assert float(c1) < float(c2) and float(w1) < float(w2)  # swapped ranges would fall
     assert 2 * (float(w2) - float(w1)) < float(k1) - float(k2)  # "far less"
 
-    model, tok, held_out = pretrained_lm(), lm_tokenizer(), load_corpus().held_out_text
-    starts = torch.randint(len(held_out) - 256, (8,), generator=torch.Generator().manual_seed(0))
-    texts = [held_out[held_out.index("\n", s) + 1 :][:128] for s in starts.tolist()]
     readings = {  # (query t, key j) -> a match; the first is the notebook's
         "preceding": lambda x, t, j: j >= 2 and x[j - 1] == x[t] and x[j - 2] == x[t - 1],
         "own": lambda x, t, j: j >= 1 and x[j] == x[t] and x[j - 1] == x[t - 1],
@@ -7838,10 +7847,7 @@ def test_11_chance_matches_grow_with_the_query_and_take_less_than_key_0_loses():
     }
     counts = {name: [[0, 0], [0, 0]] for name in readings}  # [range][count, weight sums]
     weights_on = {name: [0.0, 0.0] for name in readings}
-    for p in texts:
-        with torch.no_grad():
-            model(torch.tensor([tok.encode(p)]))
-        w = model.attention_weights()[1, 0, 2]  # (n, n): L1 H2, query rows, key columns
+    for p, w in _l1h2_weights_11():
         for t in range(1, len(p)):
             for name, matches in readings.items():
                 keys = [j for j in range(t) if matches(p, t, j)]

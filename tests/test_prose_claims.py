@@ -9,6 +9,7 @@ as the prose rounds it, differs from the stated figure.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import re
@@ -22,6 +23,7 @@ from support import ROOT
 
 from attn_course.corpus import load_corpus
 from attn_course.generation import generate
+from attn_course.head_scores import induction_score
 from attn_course.lm import pretrained_lm
 from attn_course.lm import tokenizer as lm_tokenizer
 from attn_course.text_heads import ABOVE_BASELINE
@@ -3554,17 +3556,24 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "character; 0.23, against 0.08 for a uniform",
+        "letter too; 0.23, against 0.08 for a uniform",
         "0.23",
         2,
         r"read once: .*; induction score ([\d.]+) \(",
     ),
     (
         "11_language_model",
-        "character; 0.23, against 0.08 for a uniform",
+        "letter too; 0.23, against 0.08 for a uniform",
         "0.08",
         2,
         r"read once: .*\(uniform head ([\d.]+)\)",
+    ),
+    (
+        "11_language_model",
+        "L2 H3 clear the 0.05 margin below only just",
+        "0.05",
+        2,
+        r"above uniform by ([\d.]+) or more",
     ),
     (
         "11_language_model",
@@ -7465,6 +7474,72 @@ def test_11_first_token_head_parks_early_as_section_5_prints():
     # 0.024: "at most 0.024 above it" (above 0.02, under the 0.05 margin)
     gap = float(re.search(r"no head more than ([\d.]+) above uniform", text).group(1))
     assert 0.02 < gap == 0.024 < ABOVE_BASELINE and "at most 0.024 above it on" in md
+
+
+def test_11_step_0_has_chance_spaces_step_100_puts_them_between_words():
+    """11 §2: the stored step-0 sample already holds a space and a line break (by chance, as
+    noise), and only from step 100 on do "he", "in", "by", "be" stand as words."""
+    text, md = _printed_and_prose_11()
+    samples = {
+        int(step): ast.literal_eval(body)
+        for step, body in re.findall(r"^step +(\d+): (['\"].*)$", text, re.MULTILINE)
+    }
+    words = {step: set(re.findall(r"[A-Za-z']+", s)) for step, s in samples.items()}
+    assert " " in samples[0] and "\n" in samples[0]
+    assert not words[0] & {"he", "in", "by", "be"}
+    assert {"he", "in", "by", "be"} <= words[100]
+    assert "step 0 is noise (its spaces and line break fall by chance)" in md
+    assert 'short real words appear ("he", "in", "by", "be")' in md
+
+
+def test_11_first_head_picture_draws_the_five_patterns_the_prose_names_not_l1h2():
+    """11 §4: the first head picture's titles name exactly the five patterns the prose lists;
+    L1 H2, printed as the best at speaker name and first token, is best at none of them and is
+    drawn in the picture of all heads."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    text, md = _printed_and_prose_11()
+    drawn = next(c.source for c in cells if "picked.setdefault" in c.source)
+    names = ast.literal_eval(re.search(r"if name in (\(.*?\)):", drawn).group(1))
+    prose = "previous character, two back, three back, word start and line start"
+    assert f"The best head for {prose} on the opening line" in md
+    assert sorted(names) == sorted(re.split(r", | and ", prose))
+    best = dict(re.findall(r"best (.+?) head: (L\d H\d), score", text))
+    best["three back"] = re.search(r"(L\d H\d): three back", text).group(1)
+    assert best["speaker name"] == best["first token"] == "L1 H2"
+    assert all(best[name] != "L1 H2" for name in names)
+    assert "L1 H2: unnamed" in text and "is in the picture of all heads below" in md
+
+
+def test_11_l2h2_and_l2h3_clear_the_margin_least():
+    """11 §4: of the heads printed with a best pattern, L2 H2 and L2 H3 stand least above the
+    uniform head (printed scores), only just over the ``ABOVE_BASELINE`` margin."""
+    text, md = _printed_and_prose_11()
+    line = re.search(r"^uniform: (.*)$", text, re.MULTILINE).group(1)
+    uniform = {name: float(v) for name, v in re.findall(r"([a-z][a-z ]*) ([\d.]+)", line)}
+    margins = {
+        head: float(v) - uniform[name]
+        for head, name, v in re.findall(r"(L\d H\d): unnamed \(best (.+?) ([\d.]+)\)", text)
+    }
+    low = sorted(margins, key=margins.get)
+    assert set(low[:2]) == {"L2 H2", "L2 H3"}, margins
+    assert all(ABOVE_BASELINE < margins[h] < ABOVE_BASELINE + 0.03 for h in low[:2])
+    assert all(margins[h] > 2 * ABOVE_BASELINE for h in low[2:])
+    assert "L2 H2 and L2 H3 clear the 0.05 margin below only just" in md
+
+
+def test_11_induction_score_counts_the_query_after_a_doubled_letter_section_4_does_not():
+    """11 §5: ``induction_score`` counts key j = t when the query doubles the character before
+    it (a j < t reading would score 0 here); section 4's printed 0.34 is over keys 0 < j < t."""
+    doubled = torch.tensor([[1, 1]])  # query 1 repeats token 0: key 1 (itself) is its target
+    on_itself = torch.tensor([[1.0, 0.0], [0.0, 1.0]])[None, None]  # (1, 1, 2, 2)
+    on_key0 = torch.tensor([[1.0, 0.0], [1.0, 0.0]])[None, None]
+    assert induction_score(on_itself, doubled).item() == 1.0
+    assert induction_score(on_key0, doubled).item() == 0.0
+    text, md = _printed_and_prose_11()
+    split = r"keys j \(0 < j < t\) after an earlier occurrence .*?\) ([\d.]+), the other keys"
+    assert re.search(split, text).group(1) == "0.34"
+    assert "the query itself after a doubled letter too" in md
+    assert "not comparable with section 4's 0.34, which leaves out the query itself" in md
 
 
 def test_11_induction_weight_rises_with_the_characters_matching():

@@ -3830,6 +3830,13 @@ CLAIMS = [
     ),
     (
         "11_language_model",
+        "300 merges (2.02 characters per token, as printed)",
+        "2.02",
+        2,
+        r"BPE tokens: ([\d.]+) characters per token",
+    ),
+    (
+        "11_language_model",
         "queries 16 to\n31 give key 0 0.50 here, 0.18 where",
         "0.50",
         2,
@@ -8342,3 +8349,42 @@ def test_09_beam_search_beat_greedy_in_4_of_6_pairs():
     assert len(wider) == 6 and len(greedy) == 2
     assert sum(score > greedy[prompt] for prompt, score in wider) == 4
     assert sum(score < greedy[prompt] for prompt, score in wider) == 2
+
+
+def test_11_shipped_file_stores_only_bfloat16_weights():
+    """11 cell 0 (review r11u): "the file stores only the weights rounded to bfloat16":
+    shakespeare.pt holds a config and a state dict, every tensor bfloat16, no float32 copy."""
+    _, md = _printed_and_prose_11()
+    assert "the file stores only the weights rounded to bfloat16" in md
+    assert "also stores" not in md
+    stored = torch.load(
+        ROOT / "attn_course" / "weights" / "shakespeare.pt", map_location="cpu", weights_only=True
+    )
+    assert set(stored) == {"config", "state_dict"}
+    tensors = list(stored["state_dict"].values())
+    assert tensors and all(t.dtype == torch.bfloat16 for t in tensors)
+
+
+def test_11_bpe_one_token_words_are_the_printed_ones():
+    """11 section 6 (review r11u): the words the prose calls one token are single tokens in the
+    printed tokenisation, and ' music' is printed in the pieces the prose names."""
+    text, md = _printed_and_prose_11()
+    assert "short common words such as ' the', ' of' and ' love' are one token" in md
+    assert "(' m', 'us', 'ic' for ' music')" in md
+    assert "2.02 characters per token, as printed" in md
+    tokens = ast.literal_eval(re.search(r"\n(\['D', 'U'.*\])\n", text).group(1))
+    for word in (" the", " of", " love"):
+        assert word in tokens
+    music = tokens.index(" m")
+    assert tokens[music : music + 3] == [" m", "us", "ic"]
+
+
+def test_11_copy_shares_are_one_draw_of_seed_0_windows():
+    """11 section 5 (review r11u): the copy shares come from one draw of 300 windows, seed 0,
+    as the code that prints them draws them."""
+    _, md = _printed_and_prose_11()
+    assert "(one draw of window starts, seed 0;" in md
+    assert "In this one draw of 300 windows" in md
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    code = next(c.source for c in cells if "lm.copy_rate(windows, match)" in c.source)
+    assert "torch.Generator().manual_seed(0)" in code and "(300,)" in code

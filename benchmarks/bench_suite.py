@@ -88,23 +88,29 @@ def run_group(args: list[str], name: str) -> tuple[float | None, float, float, i
     return counted, rusage, wall, process.returncode
 
 
+def _seconds(value: float | None) -> str:
+    """A CPU-seconds column, "-" where the cgroup count is missing."""
+    return f"{value:9.0f}" if value is not None else f"{'-':>9s}"
+
+
 def main(names: list[str]) -> int:
     unknown = [name for name in names if name not in GROUPS]
     if unknown:
         sys.exit(f"unknown group {unknown[0]!r}; the groups: {', '.join(GROUPS)}")
     rows = {name: run_group(GROUPS[name], name) for name in names or GROUPS}
-    counted = [all_cpu for all_cpu, _, _, _ in rows.values()]
-    by_cgroup = None not in counted
-    total = sum(counted) if by_cgroup else sum(cpu for _, cpu, _, _ in rows.values())
+    by_cgroup = all(all_cpu is not None for all_cpu, _, _, _ in rows.values())
+    shared = {  # what the share column divides: the cgroup's count where every group has one
+        name: all_cpu if by_cgroup and all_cpu is not None else cpu
+        for name, (all_cpu, cpu, _, _) in rows.items()
+    }
+    total = sum(shared.values())
     print(f"make test's suite by group on {os.cpu_count()} cores (pytest -n 2)")
     print(f"{'group':16s} {'all CPU s':>9s} {'rusage':>8s} {'share':>6s} {'wall s':>8s}  status")
     for name, (all_cpu, cpu, wall, status) in rows.items():
-        share = (all_cpu if by_cgroup else cpu) / total
-        shown = f"{all_cpu:9.0f}" if all_cpu is not None else f"{'-':>9s}"
-        print(f"{name:16s} {shown} {cpu:8.0f} {share:6.0%} {wall:8.0f}  {status}")
+        share = shared[name] / total
+        print(f"{name:16s} {_seconds(all_cpu)} {cpu:8.0f} {share:6.0%} {wall:8.0f}  {status}")
     rusage_total = sum(cpu for _, cpu, _, _ in rows.values())
-    shown = f"{total:9.0f}" if by_cgroup else f"{'-':>9s}"
-    print(f"{'total':16s} {shown} {rusage_total:8.0f} {1:6.0%}")
+    print(f"{'total':16s} {_seconds(total if by_cgroup else None)} {rusage_total:8.0f} {1:6.0%}")
     return max(status for _, _, _, status in rows.values())
 
 

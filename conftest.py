@@ -97,6 +97,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(config.stash[_ANOTHER_MACHINE]["IPYTHONDIR"], ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Every test starts on one torch thread, whatever the test before it left. A command's
+    ``main`` called in-process sets the command's own default (``train``: 2 threads); the rest
+    of that pytest process then trained on 2 spinning threads (test_recordings: 2.9 s alone,
+    26 CPU-s after tests/test_lm.py in the same process with the other core busy)."""
+    yield
+    torch.set_num_threads(1)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """An nbval cell runs with the other machine's variables in the environment, which the

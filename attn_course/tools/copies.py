@@ -14,8 +14,11 @@ import argparse
 import importlib
 import inspect
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
+
 
 from .protocol import COPY_OF, PACKAGE_COPY, has_tag, notebook_paths
 
@@ -54,6 +57,8 @@ def copy_cells(notebook: nbformat.NotebookNode, path: Path) -> list[nbformat.Not
 
 def sync(path: Path, check: bool) -> list[str]:
     """Regenerate (or with ``check``, only compare) the copy cells of ``path``; the stale names."""
+    import nbformat  # here, not at the top: it costs 2 CPU-s (jsonschema builds grammars)
+
     notebook = nbformat.read(path, as_version=4)
     stale = []
     for cell in copy_cells(notebook, path):

@@ -21,8 +21,11 @@ import copy
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
+
 
 from .protocol import (
     BEGIN_SOLUTION,
@@ -119,6 +122,8 @@ def make_exercise(
 
 def exercise_text(solution_path: Path) -> str:
     """The file contents of the exercise generated from ``solution_path``."""
+    import nbformat  # here, not at the top: it costs 2 CPU-s (jsonschema builds grammars)
+
     solution = nbformat.read(solution_path, as_version=4)
     try:
         exercise = make_exercise(solution, solution_path.stem)

@@ -16,7 +16,8 @@ READY := $(VENV)/.ready
 
 # Unit tests, grader tests and nbval over every lecture and solution notebook, one run. nbval
 # runs each notebook once, in a kernel as on another machine (conftest.py): other code paths
-# (PyTorch's generic kernels, MKL's compatible path) and another thread count. PYTEST_EXTRA adds options (.ci/run, under the other Pythons).
+# (PyTorch's generic kernels, MKL's compatible path). PYTEST_EXTRA adds options (.ci/run, under
+# the other Pythons).
 NBVAL_ARGS := -n 2 --dist loadfile --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg
 # The class test (a JupyterHub, Unix users, nbgrader's exchange) runs in `make test-class`.
 PYTEST_ARGS ?= $(NBVAL_ARGS) --ignore=tests/test_class_hub.py tests notebooks solutions
@@ -63,10 +64,11 @@ test-fast: $(READY)
 
 # Other machines for `make portability`: each is a set of code paths for PyTorch (ATen) and MKL.
 # The first is the one `make test` uses (conftest.py); the second held MKL to SSE4.2 (MKL obeys
-# it on Intel only); the third is an AVX2 machine. Each also runs the other thread count.
-OTHER_MACHINES := "ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE" \
-	"ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2" \
-	"ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2"
+# it on Intel only); the third is an AVX2 machine. Each also runs the other thread count
+# (ATTN_COURSE_OTHER_THREADS=1: 2 threads where a notebook asks for 1; conftest.py).
+OTHER_MACHINES := "ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ATTN_COURSE_OTHER_THREADS=1" \
+	"ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ATTN_COURSE_OTHER_THREADS=1" \
+	"ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 ATTN_COURSE_OTHER_THREADS=1"
 
 ## portability: strict nbval over every notebook once per other machine (OTHER_MACHINES)
 portability: $(READY)

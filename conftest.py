@@ -8,14 +8,19 @@ outputs of a kernel whose two numeric libraries take other code paths than the m
 PyTorch's generic kernels instead of its vector ones (``ATEN_CPU_CAPABILITY=default``) and
 Intel MKL's compatible path (``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical
 reproducibility, honoured on Intel and AMD processors alike, where ``MKL_ENABLE_INSTRUCTIONS``
-moves MKL on Intel only), and with another ``torch.set_num_threads``: an IPython startup file
-replaces it by one that sets 2 threads when a notebook asks for 1 (and 1 otherwise). So one
-nbval pass proves both that the outputs are current and that they are portable: an output that
-depends on the instruction set, on the CPU's vendor, or on how a reduction is split between
-threads, fails here instead of on a learner's CPU. ``ATTN_COURSE_OTHER_MACHINE`` names another
-machine instead (``make portability`` runs nbval under each of several); ``--nbval-native``
-runs the kernels as this machine's own (``.ci/run`` under the other Pythons, whose torch builds
-differ anyway).
+moves MKL on Intel only). So one nbval pass proves both that the outputs are current and that
+they are portable: an output that depends on the instruction set or on the CPU's vendor fails
+here instead of on a learner's CPU. ``ATTN_COURSE_OTHER_MACHINE`` names another machine instead
+(``make portability`` runs nbval under each of several); ``--nbval-native`` runs the kernels as
+this machine's own.
+
+Every notebook pins one torch thread in its first cell (``tests/test_project.py``), so a
+learner's kernel splits reductions as the stored run did. A machine whose words include
+``ATTN_COURSE_OTHER_THREADS=1`` also runs another thread count: an IPython startup file
+replaces ``torch.set_num_threads`` by one that sets 2 threads when a notebook asks for 1 (and 1
+otherwise), so an output that depends on how a reduction is split between threads fails.
+``make portability`` and ``.ci/run``'s runs under the other Pythons run it; ``make test`` does
+not (two threads cost its notebooks 1.6 times the CPU: 102 instead of 65 CPU-s for lecture 09).
 """
 
 from __future__ import annotations
@@ -44,17 +49,20 @@ OTHER_MACHINE = "ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE"
 # keeps both cores busy, and a thread that spins at a barrier while its partner waits for a
 # core costs both (a 2-thread training loop here: 31 s instead of 2.3 s on a loaded machine).
 SLEEP_AT_BARRIERS = {"OMP_WAIT_POLICY": "PASSIVE"}
-OTHER_THREAD_COUNT = """\
+# A kernel's environment asks for the other thread count with this variable (set to 1).
+OTHER_THREADS = "ATTN_COURSE_OTHER_THREADS"
+OTHER_THREAD_COUNT = f"""\
+import os
+
 import torch
 
-_set_num_threads = torch.set_num_threads
+if os.environ.get({OTHER_THREADS!r}) == "1":
+    _set_num_threads = torch.set_num_threads
 
+    def _other_thread_count(n: int) -> None:
+        _set_num_threads(2 if n == 1 else 1)
 
-def _other_thread_count(n: int) -> None:
-    _set_num_threads(2 if n == 1 else 1)
-
-
-torch.set_num_threads = _other_thread_count
+    torch.set_num_threads = _other_thread_count
 """
 _ANOTHER_MACHINE = pytest.StashKey[dict[str, str]]()
 

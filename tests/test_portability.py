@@ -1,28 +1,29 @@
 """nbval's kernels run as on another machine (conftest.py): the probes.
 
 Every nbval run of this repository compares the stored outputs with those of a kernel on other
-code paths (PyTorch's generic kernels, MKL's compatible path) and another thread count
-(``--nbval-native`` turns that off). The first test proves the kernel nbval starts really is
-that other machine; the second that the pass can fail: a cell that prints digits float32
-rounding decides, stored as this machine's own kernels print them, fails under nbval, in the
-same run as the cell stored as the other machine prints it, which passes. One nbval run (one
-pytest process, three kernels) serves both.
+code paths (PyTorch's generic kernels, MKL's compatible path; ``--nbval-native`` turns that
+off). The first slow test proves the kernel nbval starts really is that other machine; the
+second that the pass can fail: a cell that prints digits float32 rounding decides, stored as
+this machine's own kernels print them, fails under nbval, in the same run as the cell stored as
+the other machine prints it, which passes. One nbval run (one pytest process, three kernels)
+serves both. The thread count is pinned by every notebook, and changed only where a machine
+asks for it (``ATTN_COURSE_OTHER_THREADS=1``: ``make portability``, CI's other Pythons).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 from support import ROOT
 
-from conftest import OTHER_MACHINE, code_paths
-
-pytestmark = pytest.mark.slow  # starts a pytest run with a kernel
+from conftest import OTHER_MACHINE, OTHER_THREAD_COUNT, OTHER_THREADS, code_paths
 
 # The variables that choose PyTorch's and MKL's code paths: unset, a process runs natively.
 CODE_PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS")
@@ -74,7 +75,7 @@ PROBE = (
 )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module")  # starts a pytest run with three kernels
 def nbval_run(tmp_path_factory) -> dict:
     """One nbval run (one pytest process) over three one-cell notebooks outside the repository
     (so the run loads ROOT/conftest.py as a plugin): the probe, stored as the other machine
@@ -82,10 +83,11 @@ def nbval_run(tmp_path_factory) -> dict:
     ("mine") and as the other machine prints it ("others"). Returns each notebook's outcome,
     the run's output and the two printed digests."""
     root = tmp_path_factory.mktemp("portability")
-    one_cell_notebook(root / "probe.ipynb", PROBE, "DEFAULT 2 COMPATIBLE\n")
+    one_cell_notebook(root / "probe.ipynb", PROBE, "DEFAULT 1 COMPATIBLE\n")
     native = printed_by(FRAGILE)
     paths = code_paths(os.environ.get("ATTN_COURSE_OTHER_MACHINE") or OTHER_MACHINE)
-    other = printed_by(FRAGILE.replace("set_num_threads(1)", "set_num_threads(2)"), **paths)
+    threads = 2 if paths.get(OTHER_THREADS) == "1" else 1
+    other = printed_by(FRAGILE.replace("threads(1)", f"threads({threads})"), **paths)
     one_cell_notebook(root / "mine.ipynb", FRAGILE, native)
     one_cell_notebook(root / "others.ipynb", FRAGILE, other)
     result = run_nbval(*(root / f"{name}.ipynb" for name in ("probe", "mine", "others")))
@@ -94,13 +96,15 @@ def nbval_run(tmp_path_factory) -> dict:
     return {"outcomes": outcomes, "output": result.stdout, "native": native, "other": other}
 
 
-def test_nbval_kernels_run_generic_kernels_and_the_other_thread_count(nbval_run):
+@pytest.mark.slow
+def test_nbval_kernels_run_generic_kernels_and_the_notebooks_thread_count(nbval_run):
     env_override = os.environ.get("ATTN_COURSE_OTHER_MACHINE")
     if env_override:
         pytest.skip(f"ATTN_COURSE_OTHER_MACHINE={env_override!r} names another machine")
     assert nbval_run["outcomes"]["probe"] == "PASSED", nbval_run["output"][-3000:]
 
 
+@pytest.mark.slow
 def test_the_portable_pass_fails_a_cell_that_prints_rounding(nbval_run):
     if nbval_run["other"] == nbval_run["native"]:
         pytest.skip("this CPU's own code paths round as the other machine's: nothing to show")
@@ -109,3 +113,28 @@ def test_the_portable_pass_fails_a_cell_that_prints_rounding(nbval_run):
     outcomes = {name: nbval_run["outcomes"][name] for name in ("mine", "others")}
     assert outcomes == {"mine": "FAILED", "others": "PASSED"}, nbval_run["output"][-3000:]
     assert "mismatch 'stdout'" in nbval_run["output"]
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "solutions", "exercises"])
+def test_every_notebook_pins_one_torch_thread_first(folder):
+    """A learner's kernel then splits every reduction as the stored run did, however many cores
+    it has: the first code cell sets one thread, and no cell sets another count."""
+    for path in sorted((ROOT / folder).glob("*.ipynb")):
+        code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        assert "torch.set_num_threads(1)" in code[0], path.name
+        counts = {n for source in code for n in re.findall(r"set_num_threads\(([^)]*)\)", source)}
+        assert counts == {"1"}, (path.name, counts)
+
+
+@pytest.mark.parametrize(("asked", "threads"), [(None, 1), ("1", 2)])
+def test_the_other_thread_count_only_where_the_machine_asks(monkeypatch, asked, threads):
+    """The IPython startup file of nbval's kernels: a notebook's one thread becomes two only
+    under ``ATTN_COURSE_OTHER_THREADS=1``."""
+    monkeypatch.setattr(torch, "set_num_threads", torch.set_num_threads)  # undone after the test
+    if asked is None:
+        monkeypatch.delenv(OTHER_THREADS, raising=False)
+    else:
+        monkeypatch.setenv(OTHER_THREADS, asked)
+    exec(OTHER_THREAD_COUNT, {})
+    torch.set_num_threads(1)
+    assert torch.get_num_threads() == threads

@@ -62,10 +62,11 @@ def test_ci_runs_the_readme_test_command_then_the_same_under_other_pythons():
     # the class on a real JupyterHub, right after the first run (README: `make test-class`)
     assert commands[commands.index(runners[0]) + 1] == "make test-class"
     other_python = 'PYTHON="$python" VENV="$venvs/venv-$version"'
-    # the first run did the grader's kernels, the attacks and the browser, and ran nbval as on
-    # another machine; the others run nbval on their own CPU kernels
-    once = """PYTEST_EXTRA='-m "not slow and not browser" --nbval-native'"""
-    assert again == [f"{readme_test_command} {other_python} {once}"]
+    # the first run did the grader's kernels, the attacks and the browser, and ran nbval on
+    # other code paths; the others run nbval on their own CPU kernels at another thread count
+    once = """PYTEST_EXTRA='-m "not slow and not browser"'"""
+    threads = "ATTN_COURSE_OTHER_MACHINE=ATTN_COURSE_OTHER_THREADS=1"
+    assert again == [f"{readme_test_command} {other_python} {once} {threads}"]
 
 
 @pytest.mark.slow  # runs make, which probes every installed Python

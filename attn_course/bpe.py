@@ -2,8 +2,9 @@
 
 Start from single characters and repeat: find the pair of neighbouring tokens that occurs most
 often in the training text, and merge it into one new token everywhere. A few hundred merges
-turn frequent words (" the", " and", "ROMEO") into single tokens; rare words stay split into
-pieces, and any text made of the known characters can still be written.
+turn frequent words (" the", " and", " my") into single tokens; rarer words stay split into
+pieces (300 merges on the plays' first million characters leave "ROMEO" as five tokens), and
+any text made of the known characters can still be written.
 
 As in GPT-2, the text is first cut into chunks (``pretokenize``): a word with the space before
 it, a run of punctuation, a run of white space. Merges never cross a chunk boundary, so a

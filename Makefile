@@ -32,12 +32,20 @@ comma := ,
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
 
-$(READY): pyproject.toml
+# The venv's editable install belongs to one checkout: a venv kept outside it and shared between
+# checkouts (.ci/run's, in ~/.cache) is installed again when another checkout uses it.
+CHECKOUT := $(VENV)/.checkout
+$(CHECKOUT): FORCE
+	@[ ! -d $(VENV) ] || [ "$$(cat $@ 2>/dev/null)" = "$(CURDIR)" ] || echo "$(CURDIR)" > $@
+FORCE:
+
+$(READY): pyproject.toml $(CHECKOUT)
 	@test -n "$(PYTHON)" || { echo "attn-course needs Python $(subst $() ,$(comma) ,$(SUPPORTED_PYTHONS)) with its venv module (on Debian and Ubuntu: python3.X-venv); none was found. Install one, or name it: make PYTHON=/path/to/python3.X $(MAKECMDGOALS)"; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v in "$(SUPPORTED_PYTHONS)".split() else f"attn-course supports Python $(SUPPORTED_PYTHONS); $(PYTHON) is {v}. Run: make PYTHON=/path/to/python3.X ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	echo "$(CURDIR)" > $(CHECKOUT)
 	touch $@
 
 ## lab: set up and open JupyterLab on the course (prints the URL)

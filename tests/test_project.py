@@ -86,6 +86,29 @@ def test_make_finds_only_supported_pythons():
     assert project["requires-python"] == f">={low},<{high[0]}.{int(high[1]) + 1}"
 
 
+def test_a_venv_made_for_another_checkout_is_installed_again(tmp_path):
+    """.ci/run keeps its venvs in ~/.cache, shared by every checkout that runs it; their
+    editable install points at one checkout. Another checkout's make marks the venv for a new
+    install (its checkout file newer than the ready stamp); the same checkout's leaves it."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    checkout, ready = venv / ".checkout", venv / ".ready"
+
+    def make_checkout() -> None:
+        command = ["make", "-s", f"VENV={venv}", str(checkout)]
+        subprocess.run(command, cwd=ROOT, check=True, capture_output=True, env=NO_PYTHON)
+
+    checkout.write_text("/elsewhere/attn-course\n")
+    ready.touch()
+    os.utime(checkout, (0, 0))  # made long before the stamp
+    make_checkout()
+    assert checkout.read_text() == f"{ROOT}\n"
+    assert checkout.stat().st_mtime > ready.stat().st_mtime
+    os.utime(checkout, (0, 0))
+    make_checkout()  # the same checkout: nothing to install
+    assert checkout.stat().st_mtime == 0
+
+
 @pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]])
 def test_ruff_is_clean(args):
     ruff = Path(sys.executable).parent / "ruff"

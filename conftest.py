@@ -14,7 +14,7 @@ here instead of on a learner's CPU. ``ATTN_COURSE_OTHER_MACHINE`` names another 
 (``make portability`` runs nbval under each of several); ``--nbval-native`` runs the kernels as
 this machine's own.
 
-Every notebook pins one torch thread in its first cell (``tests/test_project.py``), so a
+Every notebook pins one torch thread in its first cell (``tests/test_portability.py``), so a
 learner's kernel splits reductions as the stored run did. A machine whose words include
 ``ATTN_COURSE_OTHER_THREADS=1`` also runs another thread count: an IPython startup file
 replaces ``torch.set_num_threads`` by one that sets 2 threads when a notebook asks for 1 (and 1

@@ -385,3 +385,26 @@ def test_a_stopped_run_is_the_first_steps_of_the_whole_run():
     for stop in (0, 10):
         with pytest.raises(ValueError, match="between 1 and the run's 9 steps"):
             train_lm(run, stop=stop)
+
+
+def test_a_train_point_averages_the_batches_before_its_step():
+    """11 cell 5 (review r11w): a curve point's train loss is the mean of the batch losses of
+    the steps before it (steps 0..2 for the point at step 3, each before its update), so the
+    plot of cell 8 draws it at the middle of those steps, not after them. A frozen model
+    (learning rate 0) scores each batch the same whenever it sees it."""
+    frozen = replace(TINY, lr=0.0, min_lr=0.0)
+    result = train_lm(frozen)
+    torch.manual_seed(TINY.seed)
+    fresh = GPTModel(TINY.model_config(tokenizer().vocab_size)).eval()
+    gen = torch.Generator().manual_seed(TINY.seed)  # the run's data generator
+    train_data = _token_data()[0]
+    losses = [
+        _eval_loss(fresh, _windows(train_data, TINY.batch_size, TINY.context_length, gen,
+                                   TINY.repeat_share))
+        for _ in range(TINY.steps)
+    ]  # fmt: skip
+    before, after = sum(losses[:3]) / 3, sum(losses[3:]) / 3
+    assert abs(before - after) > 0.01  # the two readings differ on these batches
+    assert result.curve[1][1] == pytest.approx(before, abs=1e-5)
+    assert result.curve[2][1] == pytest.approx(after, abs=1e-5)
+    assert result.curve[0][1] == pytest.approx(losses[0], abs=1e-5)  # step 0: the first batch

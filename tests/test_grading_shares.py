@@ -197,6 +197,24 @@ def test_no_stdin_channel_and_a_short_receive_queue():
     assert "start_channels(stdin=False, hb=False)" in source
 
 
+def test_zeromq_caps_each_part_not_the_number_of_parts(tmp_path):
+    """The limit the README states as not bounded yet: a part over MAXMSGSIZE is refused, but
+    a message of many small parts, far more bytes in all, is held whole for the reader."""
+    context = zmq.Context()
+    try:
+        pull, push = context.socket(zmq.PULL), context.socket(zmq.PUSH)
+        pull.setsockopt(zmq.MAXMSGSIZE, 1000)
+        pull.setsockopt(zmq.RCVTIMEO, 5000)  # a lost message fails, never hangs
+        pull.bind(f"ipc://{tmp_path / 'parts'}")
+        push.connect(f"ipc://{tmp_path / 'parts'}")
+        push.send_multipart([b"x" * 100] * 20_000)  # 2 MB in parts of 100 bytes
+        assert len(pull.recv_multipart()) == 20_000
+        push.send(b"x" * 1001)  # one part over the cap: dropped, the peer disconnected
+        assert pull.poll(1000) == 0
+    finally:
+        context.destroy(linger=0)
+
+
 def test_a_student_over_budget_has_every_notebook_left_marked(monkeypatch, tmp_path):
     """Without kernels: a student's notebooks run one after another until the budget; the
     one running then says it was cut, the ones left say they were not graded."""

@@ -54,6 +54,13 @@ def _cell08(row: str, column: int, part: int, signs: str = "   ") -> str:
 CLAIMS = [
     (
         "11_language_model",
+        "took 460 s on one",
+        "460",
+        0,
+        r"the recorded run: (\d+) s on 1 thread",
+    ),
+    (
+        "11_language_model",
         "held-out losses must agree within 0.15 nats",
         "0.15",
         2,
@@ -8357,6 +8364,7 @@ def test_11_shipped_file_stores_only_bfloat16_weights():
     _, md = _printed_and_prose_11()
     assert "the file stores only the weights rounded to bfloat16" in md
     assert "also stores" not in md
+    assert "`ckpt.pt`, with the float32 weights, does not ship" in md  # review r11x
     stored = torch.load(
         ROOT / "attn_course" / "weights" / "shakespeare.pt", map_location="cpu", weights_only=True
     )

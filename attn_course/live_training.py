@@ -23,7 +23,7 @@ from typing import TextIO
 import torch
 
 from .generation import GPTModel, generate
-from .lm import LM_CONFIGS, tokenizer, train_lm
+from .lm import LM_CONFIGS, eval_windows, tokenizer, train_lm, window_losses
 
 __all__ = [
     "LiveRun",
@@ -53,6 +53,9 @@ class LiveRun:
     samples: dict[int, str] = field(default_factory=dict)
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # stored runs: the process's CPU time (wall time shows the load)
+    # the standard error of the last held-out loss, a mean over the config's fixed windows:
+    # the std of the per-window losses / sqrt(number of windows); None in older stored runs
+    held_out_se: float | None = None
 
 
 @torch.no_grad()
@@ -93,6 +96,8 @@ def train_live(steps: int | None = None, progress: TextIO | None = sys.stdout) -
 
     result = train_lm(cfg, progress=progress, on_eval=on_eval, stop=steps)
     run.curve, run.seconds = result.curve, result.seconds
+    losses = window_losses(result.model, eval_windows(cfg))
+    run.held_out_se = (losses.std() / len(losses) ** 0.5).item()
     return run
 
 
@@ -104,6 +109,7 @@ def stored_run() -> LiveRun:
         samples={int(step): text for step, text in saved["samples"].items()},
         seconds=float(saved["seconds"]),
         cpu_seconds=float(saved.get("cpu_seconds", 0.0)),
+        held_out_se=saved.get("held_out_se"),
     )
 
 

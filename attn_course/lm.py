@@ -66,6 +66,8 @@ __all__ = [
     "gqa_table",
     "print_gqa_table",
     "UPTRAIN",
+    "eval_windows",
+    "window_losses",
 ]
 
 EVAL_SEED = 2024  # the held-out windows the progress line reports
@@ -182,6 +184,25 @@ def _loss(model: GPTModel, windows: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
 
 
+def eval_windows(cfg: LMTrainConfig) -> torch.Tensor:
+    """The held-out windows ``train_lm`` scores: ``cfg.eval_windows`` windows of
+    ``cfg.context_length`` predicted characters, one fixed draw (``EVAL_SEED``)."""
+    _, held_out_data = _token_data()
+    gen = torch.Generator().manual_seed(EVAL_SEED)
+    return _windows(held_out_data, cfg.eval_windows, cfg.context_length, gen)
+
+
+@torch.no_grad()
+def window_losses(model: GPTModel, windows: torch.Tensor) -> torch.Tensor:
+    """Each window's mean next-character loss (nats), in eval mode: (num_windows,)."""
+    was_training = model.training
+    model.eval()
+    logits = model(windows[:, :-1])
+    losses = F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten(), reduction="none")
+    model.train(was_training)
+    return losses.view(len(windows), -1).mean(1)
+
+
 @torch.no_grad()
 def _eval_loss(model: GPTModel, windows: torch.Tensor) -> float:
     was_training = model.training
@@ -251,7 +272,7 @@ def train_lm(
     if stop is not None and not 1 <= stop <= cfg.steps:
         raise ValueError(f"stop={stop} must be between 1 and the run's {cfg.steps} steps.")
     dev = resolve_device(device)
-    train_data, held_out_data = _token_data()
+    train_data, _ = _token_data()
     saved = None
     if resume:
         if checkpoint is None or not Path(checkpoint).exists():
@@ -270,12 +291,7 @@ def train_lm(
         model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=cfg.weight_decay
     )
     gen = torch.Generator().manual_seed(cfg.seed)
-    eval_windows = _windows(
-        held_out_data,
-        cfg.eval_windows,
-        cfg.context_length,
-        torch.Generator().manual_seed(EVAL_SEED),
-    ).to(dev)
+    held_out_windows = eval_windows(cfg).to(dev)
     curve: list[tuple[int, float, float]] = []
     first = 0
     if saved is not None:
@@ -296,7 +312,7 @@ def train_lm(
             train_data, cfg.batch_size, cfg.context_length, gen, cfg.repeat_share
         ).to(dev)
         if step == 0:  # the untrained model: its loss on the first batch and held out
-            point = (0, _eval_loss(model, windows), _eval_loss(model, eval_windows))
+            point = (0, _eval_loss(model, windows), _eval_loss(model, held_out_windows))
             curve.append(point)
             if progress is not None:
                 text = f"train {point[1]:.3f} held-out {point[2]:.3f} nats/char"
@@ -313,7 +329,7 @@ def train_lm(
         running.append(loss.item())
         done = step + 1
         if done % cfg.eval_every == 0 or done in (cfg.steps, last):
-            point = (done, sum(running) / len(running), _eval_loss(model, eval_windows))
+            point = (done, sum(running) / len(running), _eval_loss(model, held_out_windows))
             curve.append(point)
             running = []
             if checkpoint is not None:

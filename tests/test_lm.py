@@ -21,6 +21,7 @@ from attn_course.lm import (
     _token_data,
     _windows,
     copy_rate,
+    eval_windows,
     evaluate_text,
     held_out_passages,
     plain_recording,
@@ -32,6 +33,7 @@ from attn_course.lm import (
     train_lm,
     training_words,
     unigram_loss,
+    window_losses,
 )
 from attn_course.tokenizer import CharTokenizer
 
@@ -167,6 +169,16 @@ def test_an_interrupted_run_resumes_to_the_same_model(tmp_path):
     assert resumed.curve == straight.curve and [s for s, _, _ in resumed.curve] == [0, 3, 6]
     with pytest.raises(ValueError, match="existing checkpoint"):
         train_lm(TINY, checkpoint=tmp_path / "missing.pt", resume=True)
+
+
+def test_window_losses_are_the_held_out_windows_the_curve_averages():
+    # notebook 11's standard error of the held-out loss: the spread of these per-window losses
+    result = train_lm(TINY)
+    windows = eval_windows(TINY)
+    assert windows.shape == (TINY.eval_windows, TINY.context_length + 1)
+    losses = window_losses(result.model, windows)
+    assert losses.shape == (TINY.eval_windows,) and losses.std() > 0
+    assert math.isclose(losses.mean().item(), result.curve[-1][2], abs_tol=1e-5)
 
 
 def test_a_finished_runs_checkpoint_holds_its_float32_weights(tmp_path):

@@ -229,10 +229,24 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "(at step 100\nby 0.0376)",
-        "0.0376",
-        4,
+        "the gaps are 0.04 at step 100",
+        "0.04",
+        2,
         r"step 100 ([\d.]+), from step 150",
+    ),
+    (
+        "11_language_model",
+        "standard error of about\n0.03 nats at step 100",
+        "0.03",
+        2,
+        r"at your run's step 100: ([\d.]+) nats",
+    ),
+    (
+        "11_language_model",
+        "it scores only 2,048 characters",
+        "2048",
+        0,
+        r"held-out loss: 32 windows, ([\d,]+) characters",
     ),
     (
         "11_language_model",
@@ -3711,9 +3725,9 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "the two differ by at most 0.0203 nats",
-        "0.0203",
-        4,
+        "and at most 0.02 after",
+        "0.02",
+        2,
         r"from step 150 on at most ([\d.]+) nats",
     ),
     (

@@ -54,7 +54,7 @@ class LiveRun:
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # stored runs: the process's CPU time (wall time shows the load)
     # the standard error of the last held-out loss, a mean over the config's fixed windows:
-    # the std of the per-window losses / sqrt(number of windows); None in older stored runs
+    # the std of the per-window losses / sqrt(number of windows); None in the stored run
     held_out_se: float | None = None
 
 
@@ -109,7 +109,6 @@ def stored_run() -> LiveRun:
         samples={int(step): text for step, text in saved["samples"].items()},
         seconds=float(saved["seconds"]),
         cpu_seconds=float(saved.get("cpu_seconds", 0.0)),
-        held_out_se=saved.get("held_out_se"),
     )
 
 

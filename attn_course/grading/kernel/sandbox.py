@@ -52,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "can_share",
     "command",
     "environment",
+    "joined",
     "kernel_uid",
     "memory_cgroup",
     "remove_cgroup",
@@ -284,10 +286,7 @@ def command(
     seen = any(PACKAGE_DIR.is_relative_to(path) for path in ["/usr", *binds])
     copy = str(PACKAGE_DIR)
     cover = ["--perms", "0555", "--tmpfs", copy, "--remount-ro", copy] if seen else []
-    groups = [str(g) for g in (cgroup, *shares) if g is not None]
-    join = ["/bin/sh", "-c", _JOIN, "sh", *groups, "--"]
-    return [
-        *(join if groups else []),
+    sandboxed = [
         "prlimit",
         *limits,
         "--",
@@ -331,6 +330,14 @@ def command(
         *drop,
         *argv,
     ]
+    return joined((cgroup, *shares), sandboxed)
+
+
+def joined(groups: Sequence[Path | None], argv: list[str]) -> list[str]:
+    """``argv``, run by a shell that first puts itself in each of ``groups`` (cgroups; None
+    is skipped); ``argv`` itself when there are none."""
+    names = [str(g) for g in groups if g is not None]
+    return ["/bin/sh", "-c", _JOIN, "sh", *names, "--", *argv] if names else list(argv)
 
 
 # the shell that puts itself (then everything it execs) in each cgroup named before "--"

@@ -1,9 +1,10 @@
 """One share of the machine per student (issue 29): what one kernel's messages may cost the
 grader, each sandbox's CPU share, and each student's wall budget.
 
-The fast tests here feed the grader's message reader (``kernels.Inbox``) serialized Jupyter
-messages and count what it decodes; the slow ones grade a small class through
-``grade --roster`` beside a flooding, a forking and a sleeping notebook.
+The fast tests here feed the message reader of a kernel's relay (``relay.Inbox``)
+serialized Jupyter messages and count what it decodes; the slow ones send a kernel's
+messages through a relay, and grade a small class through ``grade --roster`` beside a
+flooding, a forking, a sleeping and a many-parts notebook.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import threading
 import time
 import types
@@ -296,6 +298,17 @@ def test_the_relay_runs_in_the_kernels_cgroups_under_its_memory_limit():
         assert f"Max address space         {relay.ADDRESS_SPACE}" in limits
     finally:
         kernel.shutdown()
+
+
+def test_the_readme_states_the_relays_limits():
+    text = re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert f"address space to {relay.ADDRESS_SPACE >> 30} GiB" in text
+    assert f"more than {relay.MAX_MESSAGE_PARTS} parts" in text
+    assert (
+        f"{relay.MAX_REQUEST_BYTES >> 20} MiB and {relay.MAX_REQUEST_MESSAGES:,} messages" in text
+    )
+    assert f"frames of at most {relay.MAX_FRAME_BYTES >> 20} MiB" in text
+    assert f"any message part over {relay.MAX_MESSAGE_BYTES >> 20} MiB" in text
 
 
 def test_a_student_over_budget_has_every_notebook_left_marked(monkeypatch, tmp_path):

@@ -185,7 +185,7 @@ class Kernel:
         try:
             while time.monotonic() < deadline:
                 self._send("kernel_info_request", {}, replies=False)
-                until, answered, idle = time.monotonic() + 1.0, False, False
+                until, answered, idle = time.monotonic() + 0.5, False, False
                 while not (answered and idle) and time.monotonic() < until:
                     event = self.relay.event(until - time.monotonic())
                     if event is None:
@@ -193,8 +193,9 @@ class Kernel:
                             raise KernelLost("the Python kernel died while starting")
                         continue
                     kind, payload = event
-                    reply = kind == b"R" and json.loads(payload)["msg_type"] == "kernel_info_reply"
-                    answered, idle = answered or reply, idle or kind == b"I"
+                    if kind == b"R" and json.loads(payload)["msg_type"] == "kernel_info_reply":
+                        until, answered = time.monotonic() + 0.5, True  # then its idle status
+                    idle = idle or kind == b"I"
                 if answered and idle:
                     return  # else: published before the subscription took, or slow: ask again
         except Flooded as flood:
@@ -219,7 +220,7 @@ class Kernel:
         Raises:
             KernelLost: the kernel died, or did not stop within INTERRUPT_GRACE seconds
                 of the interrupt (it is then killed), or the notebook's time ran out, or it
-                sent more than MAX_REQUEST_BYTES.
+                flooded its relay (``relay.Inbox``'s caps), or the relay ended.
         """
         return self._request(code, timeout, silent, replies=False)[0]
 

@@ -30,7 +30,9 @@ core dumps); and, where the grader may make one (cgroup v1, e.g. as root), a mem
 of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included. One share of the
 CPU for the whole sandbox, whatever its process count, and a cap of ``PIDS_MAX`` tasks:
 a ``cpu`` and a ``pids`` cgroup of its own where the grader can make them
-(``share_cgroups``, cgroup v1 or v2).
+(``share_cgroups``, cgroup v1 or v2). The kernel's relay (``relay.py``, the process that
+holds its sockets) joins the same cgroups (``joined``), so that what it holds and spends is
+charged to that sandbox.
 
 When the grader runs as root, bwrap runs privileged (no user namespace) and the kernel is
 started by ``setpriv`` as an unprivileged user id of its own (a random one above

@@ -82,6 +82,22 @@ def inbox(replies: bool = True) -> Inbox:
 FLOOD = json.dumps(list(range(100_000)))  # about 0.6 MB of JSON list: slow to parse
 
 
+def test_the_relays_verifier_decodes_what_a_jupyter_session_signs_once():
+    parts = [zmq.Frame(p) for p in message("status", {"execution_state": "idle"})[1:]]
+    decoded = relay.Verifier(b"a key").deserialize(parts)
+    assert decoded["msg_type"] == "status" and decoded["content"] == {"execution_state": "idle"}
+    assert decoded["parent_header"] == {"msg_id": "m1"}
+    verifier = relay.Verifier(b"a key")
+    verifier.deserialize(parts)
+    with pytest.raises(ValueError, match="replayed"):
+        verifier.deserialize(parts)  # the same message again
+    with pytest.raises(ValueError, match="not signed"):
+        relay.Verifier(b"another key").deserialize(parts)
+    forged = [*parts[:4], zmq.Frame(b'{"execution_state": "busy"}')]
+    with pytest.raises(ValueError, match="not signed"):
+        relay.Verifier(b"a key").deserialize(forged)
+
+
 def test_types_the_protocol_does_not_use_are_dropped_unread():
     box = inbox()
     box.drain(

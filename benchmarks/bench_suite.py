@@ -14,7 +14,8 @@ after the other, and prints each group's CPU-seconds two ways:
 The groups:
 
 - unit: the tests not marked slow or browser (what `make test-fast` runs);
-- grader and slow: the tests marked slow (kernels, the grade command, training, mypy, ...);
+- grader and slow: the tests marked slow (kernels, the grade command, training, mypy, ...)
+  but not rerun (`make test` leaves those to CI's other Pythons);
 - browser: the tests marked browser (JupyterLab and Chromium), the class test aside (it runs
   in `make test-class`: a JupyterHub, three students, about 100 CPU-seconds);
 - nbval: every lecture and solution notebook under strict nbval, as on another machine.
@@ -40,7 +41,7 @@ NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "nbval-sanit
 NOT_CLASS = ["--ignore=tests/test_class_hub.py"]  # `make test-class`, not `make test`
 GROUPS = {
     "unit": ["-m", "not slow and not browser", *NOT_CLASS, "tests"],
-    "grader and slow": ["-m", "slow and not browser", *NOT_CLASS, "tests"],
+    "grader and slow": ["-m", "slow and not browser and not rerun", *NOT_CLASS, "tests"],
     "browser": ["-m", "browser", *NOT_CLASS, "tests"],
     "nbval": [*NBVAL, "notebooks", "solutions"],
 }

@@ -15,8 +15,9 @@ import pytest
 from support import GOOD_MASK, IMPORTS, write_notebook
 from support import grade_command as grade
 
+from attn_course.__main__ import main
 from attn_course.grading import STATUSES, checks_for
-from attn_course.grading.kernel import sandbox
+from attn_course.grading.kernel import kernels, sandbox
 
 pytestmark = pytest.mark.slow  # grades notebooks in kernels
 
@@ -264,11 +265,19 @@ def test_progress_goes_to_stderr(graded):
     assert "[7/7]" not in process.stdout
 
 
-def test_strict_exit_code_and_usage_errors(tmp_path):
+def test_strict_exit_code_and_usage_errors(tmp_path, monkeypatch, capsys):
+    """The command's exit statuses, from its ``main`` in this process: a file that is no
+    notebook is graded without starting a kernel."""
+
+    started = []  # the pool starts kernels in its own threads: count them
+    monkeypatch.setattr(kernels, "start_kernel", lambda *args: started.append(args))
+    monkeypatch.chdir(tmp_path)
     broken = tmp_path / "01_causal_attention.ipynb"
     broken.write_text("not json", encoding="utf-8")  # graded without starting a kernel
-    assert grade(broken, cwd=tmp_path).returncode == 0
-    assert grade(broken, "--strict", cwd=tmp_path).returncode == 1
-    missing = grade(tmp_path / "nope.ipynb", cwd=tmp_path)
-    assert missing.returncode == 2
-    assert "no such file or folder" in missing.stderr
+    assert main(["grade", str(broken)]) == 0
+    assert main(["grade", str(broken), "--strict"]) == 1
+    assert started == []
+    with pytest.raises(SystemExit) as usage_error:  # argparse's usage error
+        main(["grade", str(tmp_path / "nope.ipynb")])
+    assert usage_error.value.code == 2
+    assert "no such file or folder" in capsys.readouterr().err

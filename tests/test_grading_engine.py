@@ -399,15 +399,20 @@ def test_a_timeout_inside_a_checks_own_except_is_still_a_timeout():
     assert result.status == Status.TIMEOUT, result.message
 
 
-def test_planned_notebook_reads_the_id_ahead_and_falls_back_to_the_name(tmp_path):
+def test_planned_notebook_reads_the_id_ahead_and_plans_no_kernel_for_what_none_grades(tmp_path):
     from attn_course.grading.classrun.notebooks import planned_notebook
     from attn_course.tools.protocol import METADATA_KEY, NOTEBOOK_ID
 
-    stamped = tmp_path / "mine.ipynb"
-    metadata = {METADATA_KEY: {NOTEBOOK_ID: "05_x"}}
-    stamped.write_text(json.dumps({"nbformat": 4, "cells": [], "metadata": metadata}))
-    broken = tmp_path / "01_causal_attention (1).ipynb"
+    def notebook(name: str, stamp: str | None = None):
+        metadata = {METADATA_KEY: {NOTEBOOK_ID: stamp}} if stamp else {}
+        path = tmp_path / name
+        path.write_text(json.dumps({"nbformat": 4, "cells": [], "metadata": metadata}))
+        return path
+
+    stamped = notebook("mine.ipynb", "05_transformer_blocks")
+    assert planned_notebook(stamped) == "05_transformer_blocks"
+    assert planned_notebook(notebook("03_weight_split_mha (1).ipynb")) == "03_weight_split_mha"
+    assert planned_notebook(notebook("mine2.ipynb", "05_x")) is None  # no course notebook
+    broken = tmp_path / "01_causal_attention (2).ipynb"
     broken.write_text("[" * 100_000)  # deeper than the JSON reader goes
-    assert planned_notebook(stamped) == "05_x"
-    assert planned_notebook(broken) == "01_causal_attention"
-    assert planned_notebook(tmp_path / "03_weight_split_mha.ipynb") == "03_weight_split_mha"
+    assert planned_notebook(broken) is None

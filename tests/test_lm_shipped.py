@@ -77,12 +77,20 @@ def test_evaluate_command(tmp_path, capsys):
     assert "does not know the character(s) 'é'" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # the whole held-out text: about 25 CPU-seconds
-def test_readme_figures_are_the_shipped_models():
-    readme = (ROOT / "README.md").read_text()
-    params = re.search(r"context, ([\d.]+) M parameters\)", readme)
-    loss = re.search(r"The shipped weights reach ([\d.]+) nats per\s+character", readme)
-    assert params and loss, "the README's language-model paragraph changed"
-    model = pretrained_lm()
-    assert round(count_parameters(model) / 1e6, 2) == float(params.group(1))
-    assert round(held_out_loss(model), 2) == float(loss.group(1))
+def readme_figure(pattern: str) -> float:
+    """The number ``pattern`` (one group) finds in the README's language-model paragraph."""
+    found = re.search(pattern, (ROOT / "README.md").read_text())
+    assert found, "the README's language-model paragraph changed"
+    return float(found.group(1))
+
+
+def test_readme_parameter_count_is_the_shipped_models():
+    params = readme_figure(r"context, ([\d.]+) M parameters\)")
+    assert round(count_parameters(pretrained_lm()) / 1e6, 2) == params
+
+
+@pytest.mark.slow
+@pytest.mark.rerun  # the whole held-out text: about 25 CPU-seconds; CI's other Pythons run it
+def test_readme_held_out_loss_is_the_shipped_models():
+    loss = readme_figure(r"The shipped weights reach ([\d.]+) nats per\s+character")
+    assert round(held_out_loss(pretrained_lm()), 2) == loss

@@ -5,9 +5,10 @@ code paths (PyTorch's generic kernels, MKL's compatible path; ``--nbval-native``
 off). The first slow test proves the kernel nbval starts really is that other machine; the
 second that the pass can fail: a cell that prints digits float32 rounding decides, stored as
 this machine's own kernels print them, fails under nbval, in the same run as the cell stored as
-the other machine prints it, which passes. One nbval run (one pytest process, three kernels)
-serves both. The thread count is pinned by every notebook, and changed only where a machine
-asks for it (``ATTN_COURSE_OTHER_THREADS=1``: ``make portability``, CI's other Pythons).
+the other machine prints it, which passes. One nbval run (one pytest process, one kernel for
+a notebook of three cells) serves both. The thread count is pinned by every notebook, and
+changed only where a machine asks for it (``ATTN_COURSE_OTHER_THREADS=1``: ``make
+portability``, CI's other Pythons).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -45,14 +45,17 @@ def run_nbval(*paths) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
 
 
-def one_cell_notebook(path, source: str, printed: str) -> None:
-    cell = nbformat.v4.new_code_cell(
-        source,
-        execution_count=1,
-        outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)],
-    )
+def stored_notebook(path, *cells: tuple[str, str]) -> None:
+    """A notebook of code cells, each ``(source, what it printed)``."""
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [cell]
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            source,
+            execution_count=count,
+            outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)],
+        )
+        for count, (source, printed) in enumerate(cells, start=1)
+    ]
     nbformat.write(notebook, path)
 
 
@@ -75,24 +78,28 @@ PROBE = (
 )
 
 
-@pytest.fixture(scope="module")  # starts a pytest run with three kernels
+CELLS = ("probe", "mine", "others")  # the cells of the probe notebook, in order
+
+
+@pytest.fixture(scope="module")  # starts a pytest run with one kernel
 def nbval_run(tmp_path_factory) -> dict:
-    """One nbval run (one pytest process) over three one-cell notebooks outside the repository
-    (so the run loads ROOT/conftest.py as a plugin): the probe, stored as the other machine
-    should print it, and the fragile cell twice, stored as this machine's own kernels print it
-    ("mine") and as the other machine prints it ("others"). Returns each notebook's outcome,
-    the run's output and the two printed digests."""
-    root = tmp_path_factory.mktemp("portability")
-    one_cell_notebook(root / "probe.ipynb", PROBE, "DEFAULT 1 COMPATIBLE\n")
+    """One nbval run (one pytest process, one kernel) over a notebook outside the repository
+    (so the run loads ROOT/conftest.py as a plugin) of three cells: the probe, stored as the
+    other machine should print it, and the fragile cell twice, stored as this machine's own
+    kernels print it ("mine") and as the other machine prints it ("others"). nbval goes on
+    after a cell whose output differs. Returns each cell's outcome, the run's output and the
+    two printed digests."""
+    notebook = tmp_path_factory.mktemp("portability") / "probe.ipynb"
     native = printed_by(FRAGILE)
     paths = code_paths(os.environ.get("ATTN_COURSE_OTHER_MACHINE") or OTHER_MACHINE)
     threads = 2 if paths.get(OTHER_THREADS) == "1" else 1
     other = printed_by(FRAGILE.replace("threads(1)", f"threads({threads})"), **paths)
-    one_cell_notebook(root / "mine.ipynb", FRAGILE, native)
-    one_cell_notebook(root / "others.ipynb", FRAGILE, other)
-    result = run_nbval(*(root / f"{name}.ipynb" for name in ("probe", "mine", "others")))
-    verdicts = [line.split()[:2] for line in result.stdout.splitlines() if "::Cell 0" in line]
-    outcomes = {Path(node.split("::")[0]).stem: outcome for outcome, node in verdicts}
+    probe = (PROBE, "DEFAULT 1 COMPATIBLE\n")
+    stored_notebook(notebook, probe, (FRAGILE, native), (FRAGILE, other))
+    result = run_nbval(notebook)
+    found = re.findall(r"^(PASSED|FAILED) \S+::Cell (\d+)$", result.stdout, re.MULTILINE)
+    verdicts = {int(index): outcome for outcome, index in found}
+    outcomes = {name: verdicts.get(index) for index, name in enumerate(CELLS)}
     return {"outcomes": outcomes, "output": result.stdout, "native": native, "other": other}
 
 

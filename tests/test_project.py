@@ -63,8 +63,9 @@ def test_ci_runs_the_readme_test_command_then_the_same_under_other_pythons():
     assert commands[commands.index(runners[0]) + 1] == "make test-class"
     other_python = 'PYTHON="$python" VENV="$venvs/venv-$version"'
     # the first run did the grader's kernels, the attacks and the browser, and ran nbval on
-    # other code paths; the others run nbval on their own CPU kernels at another thread count
-    once = """PYTEST_EXTRA='-m "not slow and not browser"'"""
+    # other code paths; the others run nbval on their own CPU kernels at another thread count,
+    # and the tests marked rerun, which the first run leaves out
+    once = """PYTEST_EXTRA='-m "(not slow and not browser) or rerun"'"""
     threads = "ATTN_COURSE_OTHER_MACHINE=ATTN_COURSE_OTHER_THREADS=1"
     assert again == [f"{readme_test_command} {other_python} {once} {threads}"]
 

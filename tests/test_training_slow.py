@@ -19,6 +19,7 @@ from attn_course.training import evaluate, train
 pytestmark = pytest.mark.slow  # trains models from scratch
 
 
+@pytest.mark.rerun  # 20 CPU-seconds; make test reruns the recorded steps (test_recordings.py)
 def test_induction_from_scratch_reaches_99_percent_with_an_induction_circuit():
     task = TASKS["induction"]
     progress = io.StringIO()

@@ -535,13 +535,13 @@ def _raising(name: str, args: str, qualified: str, notebook: str) -> str:
     return f"def {name}({args}):\n    raise _WithheldAnswer({qualified!r}, {notebook!r})\n"
 
 
-def _stand_in(node: ast.FunctionDef | ast.ClassDef, source: str, module: str, notebook: str) -> str:
+def _stand_in(node: ast.FunctionDef | ast.ClassDef, module: str, notebook: str) -> str:
     """A definition of ``node``'s name whose every use raises WithheldAnswer."""
     qualified = f"{module}.{node.name}"
     head = "from attn_course.grading.checking.withheld import WithheldAnswer as _WithheldAnswer\n"
     if isinstance(node, ast.FunctionDef):
         return head + _raising(node.name, "*args, **kwargs", qualified, notebook)
-    bases = [ast.get_source_segment(source, b) for b in [*node.bases, *node.keywords]]
+    bases = [ast.unparse(b) for b in [*node.bases, *node.keywords]]
     methods = {"__init__"} | {m.name for m in node.body if isinstance(m, ast.FunctionDef)}
     body = "".join(
         "    " + line
@@ -551,16 +551,22 @@ def _stand_in(node: ast.FunctionDef | ast.ClassDef, source: str, module: str, no
     return head + f"class {node.name}({', '.join(map(str, bases))}):\n{body}"
 
 
+@functools.lru_cache(maxsize=128)
+def _top_level(source: str) -> list[ast.stmt]:
+    """The top-level statements of ``source``, parsed once per source (read, never changed):
+    a module's stand-ins are written for every sandbox that withholds some of its names."""
+    return ast.parse(source).body
+
+
 def stand_in_source(source: str, module: str, names: set[str], notebook: str) -> str:
     """``source`` (of ``attn_course.<module>``) with the top-level definitions of ``names``
     replaced by stand-ins; ValueError if one of them is not defined there."""
-    tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     found = set()
-    for node in reversed(tree.body):
+    for node in reversed(_top_level(source)):
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in names:
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            lines[first - 1 : node.end_lineno] = [_stand_in(node, source, module, notebook)]
+            lines[first - 1 : node.end_lineno] = [_stand_in(node, module, notebook)]
             found.add(node.name)
     if found != names:
         raise ValueError(f"attn_course.{module} defines no {', '.join(sorted(names - found))}")

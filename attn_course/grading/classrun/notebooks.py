@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...tools.protocol import METADATA_KEY, NOTEBOOK_ID
+from ..checking.withheld import ANSWERS
 
 __all__ = ["Cell", "Notebook", "read_notebook", "notebook_id", "planned_notebook"]
 
@@ -65,10 +66,12 @@ def notebook_id(notebook: Notebook, path: Path) -> str:
     return match.group(0) if match else path.stem
 
 
-def planned_notebook(path: Path) -> str:
-    """``notebook_id`` of the file at ``path``, read ahead of grading to start its kernel
-    (by file name when the file cannot be read: grading it reports why)."""
+def planned_notebook(path: Path) -> str | None:
+    """``notebook_id`` of the file at ``path``, read ahead of grading to start its kernel;
+    None where no kernel will grade it: the file is no notebook, or no course notebook with
+    checks (grading it reports why, without a kernel)."""
     try:
-        return notebook_id(read_notebook(path), path)
+        planned = notebook_id(read_notebook(path), path)
     except Exception:  # whatever it is, it costs this notebook only, when it is graded
-        return notebook_id(Notebook({}, []), path)
+        return None
+    return planned if planned in ANSWERS else None

@@ -402,16 +402,19 @@ def start_kernel(
 class KernelPool:
     """Kernels started ahead of time, each used for ONE notebook (fresh per submission).
 
-    ``notebooks`` names the course notebook of each submission to grade, in grading order.
+    ``notebooks`` names the course notebook of each submission to grade, in grading order
+    (None for one that no kernel will grade: ``planned_notebook``).
     Each kernel is started for the sandbox it will be (``withheld.sandboxes``: what it
     withholds), and ``warm`` of them start in the background while others are in use, so
     that kernel start-up and the import of torch overlap with grading.
     """
 
-    def __init__(self, warm: int, notebooks: list[str], sandboxed: bool = True):
+    def __init__(self, warm: int, notebooks: list[str | None], sandboxed: bool = True):
         self.sandboxed = sandboxed
         # the kernels still to start, in order
-        self._plan = collections.deque(w for nb in notebooks for w, _ in withheld.sandboxes(nb))
+        self._plan = collections.deque(
+            w for nb in notebooks if nb is not None for w, _ in withheld.sandboxes(nb)
+        )
         self._ready: dict[withheld.Withholding, queue.Queue] = collections.defaultdict(queue.Queue)
         self._started: collections.Counter[withheld.Withholding] = collections.Counter()
         self._asked: collections.Counter[withheld.Withholding] = collections.Counter()

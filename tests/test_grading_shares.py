@@ -1,15 +1,19 @@
 """One share of the machine per student (issue 29): what one kernel's messages may cost the
 grader, each sandbox's CPU share, and each student's wall budget.
 
-The fast tests here feed the grader's message reader (``kernels.Inbox``) serialized Jupyter
-messages and count what it decodes; the slow ones grade a small class through
-``grade --roster`` beside a flooding, a forking and a sleeping notebook.
+The fast tests here feed the message reader of a kernel's relay (``relay.Inbox``)
+serialized Jupyter messages and count what it decodes; the slow ones send a kernel's
+messages through a relay, and grade a small class through ``grade --roster`` beside a
+flooding, a forking, a sleeping and a many-parts notebook.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import re
+import threading
 import time
 import types
 from pathlib import Path
@@ -22,23 +26,33 @@ from support import grade_ok as grade
 
 from attn_course.grading.checking.result import NotebookReport, Status
 from attn_course.grading.classrun import runner
-from attn_course.grading.kernel import kernels, sandbox
-from attn_course.grading.kernel.kernels import REPLY_MIME, Flooded, Inbox
+from attn_course.grading.kernel import kernels, relay, sandbox
+from attn_course.grading.kernel.relay import REPLY_MIME, Flooded, Inbox
 
 SESSION = Session(key=b"a key")
 
 
 class _Socket:
-    """A ZeroMQ socket holding serialized messages, handed over as frames (``copy=False``)."""
+    """A ZeroMQ socket holding serialized messages, handed over part by part as frames
+    (``copy=False``)."""
 
     def __init__(self, messages: list[list[bytes]]):
         self.messages = [[zmq.Frame(part) for part in parts] for parts in messages]
+        self.taken = 0  # parts handed over
 
     def poll(self, milliseconds: int = 0) -> int:
         return int(bool(self.messages))
 
-    def recv_multipart(self, flags: int = 0, copy: bool = True) -> list:
-        return self.messages.pop(0)
+    def recv(self, flags: int = 0, copy: bool = True) -> zmq.Frame:
+        self.taken += 1
+        return self.messages[0].pop(0)
+
+    def getsockopt(self, option: int) -> int:
+        assert option == zmq.RCVMORE
+        if self.messages[0]:
+            return 1
+        self.messages.pop(0)
+        return 0
 
 
 def message(kind: str, content: dict, parent: str = "m1", buffers=()) -> list[bytes]:
@@ -66,6 +80,22 @@ def inbox(replies: bool = True) -> Inbox:
 
 
 FLOOD = json.dumps(list(range(100_000)))  # about 0.6 MB of JSON list: slow to parse
+
+
+def test_the_relays_verifier_decodes_what_a_jupyter_session_signs_once():
+    parts = [zmq.Frame(p) for p in message("status", {"execution_state": "idle"})[1:]]
+    decoded = relay.Verifier(b"a key").deserialize(parts)
+    assert decoded["msg_type"] == "status" and decoded["content"] == {"execution_state": "idle"}
+    assert decoded["parent_header"] == {"msg_id": "m1"}
+    verifier = relay.Verifier(b"a key")
+    verifier.deserialize(parts)
+    with pytest.raises(ValueError, match="replayed"):
+        verifier.deserialize(parts)  # the same message again
+    with pytest.raises(ValueError, match="not signed"):
+        relay.Verifier(b"another key").deserialize(parts)
+    forged = [*parts[:4], zmq.Frame(b'{"execution_state": "busy"}')]
+    with pytest.raises(ValueError, match="not signed"):
+        relay.Verifier(b"a key").deserialize(forged)
 
 
 def test_types_the_protocol_does_not_use_are_dropped_unread():
@@ -141,7 +171,7 @@ def test_oversized_headers_and_contents_are_dropped_unread():
 
 
 def test_a_request_past_its_byte_cap_is_stopped_before_decoding(monkeypatch):
-    monkeypatch.setattr(kernels, "MAX_REQUEST_BYTES", 10 * len(FLOOD))
+    monkeypatch.setattr(relay, "MAX_REQUEST_BYTES", 10 * len(FLOOD))
     box = inbox()
     with pytest.raises(Flooded, match="messages for one request"):
         box.drain(_Socket([message("stream", {"text": FLOOD})] * 20))
@@ -151,10 +181,22 @@ def test_a_request_past_its_byte_cap_is_stopped_before_decoding(monkeypatch):
     with pytest.raises(Flooded):
         box.drain(_Socket([message("status", {}, buffers=[FLOOD.encode()] * 12)]))
     # and so does the count of messages, however small
-    monkeypatch.setattr(kernels, "MAX_REQUEST_MESSAGES", 100)
+    monkeypatch.setattr(relay, "MAX_REQUEST_MESSAGES", 100)
     box = inbox()
     with pytest.raises(Flooded):
         box.drain(_Socket([message("stream", {"text": "x"}) for _ in range(101)]))
+
+
+def test_a_message_of_too_many_parts_is_stopped_at_the_cap():
+    """Read part by part: the count stops at MAX_MESSAGE_PARTS, before the rest is taken."""
+    box = inbox()
+    socket = _Socket([message("status", {}, buffers=[b"x"] * 10_000)])
+    with pytest.raises(Flooded, match="parts"):
+        box.drain(socket)
+    assert socket.taken == relay.MAX_MESSAGE_PARTS + 1 and box.session.decoded == []
+    box = inbox()  # a message of a few buffers is read as before
+    box.drain(_Socket([message("status", {"execution_state": "idle"}, buffers=[b"x"] * 8)]))
+    assert box.idle
 
 
 def test_the_join_shell_puts_the_sandbox_in_every_cgroup(tmp_path):
@@ -190,29 +232,99 @@ def test_share_cgroups_v1_and_v2(tmp_path):
 
 
 def test_no_stdin_channel_and_a_short_receive_queue():
-    """What ZeroMQ may hold for the grader per socket is RECEIVE_QUEUE messages of at most
+    """What ZeroMQ may hold for the relay per socket is RECEIVE_QUEUE messages of at most
     MAX_MESSAGE_BYTES a part; nothing reads a stdin channel, so none is opened."""
-    source = Path(kernels.__file__).read_text()
+    source = Path(relay.__file__).read_text()
     assert "setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)" in source
-    assert "start_channels(stdin=False, hb=False)" in source
+    assert "setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)" in source
+    assert '(("shell", zmq.DEALER), ("control", zmq.DEALER), ("iopub", zmq.SUB))' in source
 
 
-def test_zeromq_caps_each_part_not_the_number_of_parts(tmp_path):
-    """The limit the README states as not bounded yet: a part over MAXMSGSIZE is refused, but
-    a message of many small parts, far more bytes in all, is held whole for the reader."""
-    context = zmq.Context()
+# One message of many parts: ZeroMQ caps each part (MAXMSGSIZE), not their number, and hands
+# a message over only once its last part has come: the relay holds it, never the grader.
+MANY_PARTS = """
+kernel = get_ipython().kernel
+kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": ""},
+                    parent=kernel.get_parent(), buffers=[b"x" * 100] * 500_000)
+"""
+
+
+def _grader_growth(code: str, timeout: float = 60) -> tuple[int, str]:
+    """The bytes this process (the grader) grew by at its peak while a kernel ran ``code``,
+    and how the request ended ("ok", or why the kernel was lost)."""
+    sandboxed = sandbox.available() is None
+    kernel = kernels.Kernel(sandboxed=sandboxed, preload="")
     try:
-        pull, push = context.socket(zmq.PULL), context.socket(zmq.PUSH)
-        pull.setsockopt(zmq.MAXMSGSIZE, 1000)
-        pull.setsockopt(zmq.RCVTIMEO, 5000)  # a lost message fails, never hangs
-        pull.bind(f"ipc://{tmp_path / 'parts'}")
-        push.connect(f"ipc://{tmp_path / 'parts'}")
-        push.send_multipart([b"x" * 100] * 20_000)  # 2 MB in parts of 100 bytes
-        assert len(pull.recv_multipart()) == 20_000
-        push.send(b"x" * 1001)  # one part over the cap: dropped, the peer disconnected
-        assert pull.poll(1000) == 0
+        Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) starts again here
+        before = kernels._status_bytes(os.getpid(), "VmRSS")
+        try:
+            ended = kernel.execute(code, timeout)["status"]
+        except kernels.KernelLost as lost:
+            ended = str(lost)
+        return kernels._status_bytes(os.getpid(), "VmHWM") - before, ended
     finally:
-        context.destroy(linger=0)
+        kernel.shutdown()
+
+
+@pytest.mark.slow
+def test_a_message_of_many_parts_costs_the_relay_not_the_grader():
+    """500,000 parts of 100 bytes: the grader's own process grew by about 230 MB when it held
+    the sockets; now its kernel's relay holds them, and stops the kernel at the part cap."""
+    grown, ended = _grader_growth(MANY_PARTS)
+    assert grown < 4 << 20, grown
+    assert ended == f"sent a message of more than {relay.MAX_MESSAGE_PARTS} parts, and was stopped"
+
+
+@pytest.mark.slow
+def test_a_message_larger_than_the_relay_may_hold_never_reaches_the_grader(monkeypatch):
+    """Four parts of 90 MiB to a relay of 400 MiB: it cannot take them in (libzmq drops the
+    connection, or the relay ends and the kernel is stopped); the grader holds none of it."""
+    monkeypatch.setattr(relay, "ADDRESS_SPACE", 400 << 20)
+    code = MANY_PARTS.replace('[b"x" * 100] * 500_000', '[b"x" * (90 << 20)] * 4')
+    grown, ended = _grader_growth(code + "\nimport time; time.sleep(1)")
+    assert grown < 4 << 20, grown
+    assert ended in ("ok", relay.ENDED)
+
+
+@pytest.mark.slow
+def test_a_relay_that_ends_loses_its_kernel_with_a_sentence():
+    """Killed (as the memory cgroup's OOM killer would), the relay's pipe ends: the request
+    raises KernelLost at once, and the kernel is stopped."""
+    kernel = kernels.Kernel(sandboxed=sandbox.available() is None, preload="")
+    try:
+        threading.Timer(1.0, kernel.relay.process.kill).start()
+        start = time.monotonic()
+        with pytest.raises(kernels.KernelLost, match="the process that reads its messages"):
+            kernel.execute("import time; time.sleep(20)", 30)
+        assert time.monotonic() - start < 10 and not kernel.alive()
+    finally:
+        kernel.shutdown()
+
+
+@pytest.mark.slow
+def test_the_relay_runs_in_the_kernels_cgroups_under_its_memory_limit():
+    if sandbox.available() is not None:
+        pytest.skip(f"no grading sandbox: {sandbox.available()}")
+    kernel = kernels.Kernel(preload="")
+    try:
+        pid = str(kernel.relay.process.pid)
+        groups = [g for g in (kernel.cgroup, *kernel.shares) if g is not None]
+        assert all(pid in (g / "cgroup.procs").read_text().split() for g in groups)
+        limits = Path(f"/proc/{pid}/limits").read_text()
+        assert f"Max address space         {relay.ADDRESS_SPACE}" in limits
+    finally:
+        kernel.shutdown()
+
+
+def test_the_readme_states_the_relays_limits():
+    text = re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert f"address space to {relay.ADDRESS_SPACE >> 30} GiB" in text
+    assert f"more than {relay.MAX_MESSAGE_PARTS} parts" in text
+    assert (
+        f"{relay.MAX_REQUEST_BYTES >> 20} MiB and {relay.MAX_REQUEST_MESSAGES:,} messages" in text
+    )
+    assert f"frames of at most {relay.MAX_FRAME_BYTES >> 20} MiB" in text
+    assert f"any message part over {relay.MAX_MESSAGE_BYTES >> 20} MiB" in text
 
 
 def test_a_student_over_budget_has_every_notebook_left_marked(monkeypatch, tmp_path):
@@ -276,6 +388,14 @@ def split_heads(x, num_heads):
     publish_display_data({"application/json": big})
     return _split_heads(x, num_heads)
 """
+PARTS_CHECK = """
+_split_heads = split_heads
+def split_heads(x, num_heads):  # one message of 500,000 parts, while the check runs
+    kernel = get_ipython().kernel
+    kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": ""},
+                        parent=kernel.get_parent(), buffers=[b"x" * 100] * 500_000)
+    return _split_heads(x, num_heads)
+"""
 FORK_CELL = """
 import os, time
 for _ in range(200):  # busy processes: one CPU share for all of them
@@ -305,6 +425,7 @@ def attacked_class(tmp_path_factory):
         "c_fork": [cells[0], FORK_CELL, *cells[1:]],
         "d_honest": cells,
         "e_sleep": [cells[0], "import time", *[SLEEP_CELL] * 12, *cells[1:]],
+        "f_parts": [cells[0], cells[1], PARTS_CHECK, *cells[2:]],
     }
     for name, sources in students.items():
         write_notebook(root / "class" / name / f"{STEM}.ipynb", sources)
@@ -326,10 +447,22 @@ def attacked_class(tmp_path_factory):
 @pytest.mark.slow
 def test_honest_classmates_keep_full_marks_and_the_run_ends_with_a_gradebook(attacked_class):
     rows, _ = attacked_class
-    assert set(rows) == {"a_flood", "b_honest", "c_fork", "d_honest", "e_sleep"}
+    assert set(rows) == {"a_flood", "b_honest", "c_fork", "d_honest", "e_sleep", "f_parts"}
     for name in ("b_honest", "d_honest"):
         assert rows[name]["split_heads"] == rows[name]["merge_heads"] == "1", rows[name]
         assert rows[name]["split_shape"] == "1"
+
+
+@pytest.mark.slow
+def test_a_message_of_many_parts_costs_its_own_check_only(attacked_class):
+    """The relay stops the kernel at the part cap: that check's verdict says so; the
+    notebook's other checks run in a new kernel."""
+    rows, reports = attacked_class
+    (notebook,) = reports["f_parts"]["notebooks"]
+    checks = {c["id"]: c for c in notebook["checks"]}
+    assert checks["split_heads"]["status"] == "error", checks["split_heads"]
+    assert "more than 64 parts, and was stopped" in checks["split_heads"]["message"]
+    assert rows["f_parts"]["merge_heads"] == rows["f_parts"]["split_shape"] == "1"
 
 
 @pytest.mark.slow

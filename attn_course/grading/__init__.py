@@ -16,7 +16,8 @@ Three rooms, one folder each, so that a reader knows where they are:
    ``withheld`` (what a grading sandbox keeps of the course, and what it withholds) and
    ``api`` (``check()`` in a notebook).
 2. ``kernel``: how a learner's kernel is run and spoken to. ``sandbox`` (bubblewrap, a cpu
-   cgroup per sandbox), ``kernels`` (kernels started in it, their messages read under caps),
+   cgroup per sandbox), ``kernels`` (kernels started in it), ``relay`` (the process per
+   kernel that holds its sockets under a memory limit and reads its messages under caps),
    ``wire`` (the message format, written once), ``agent`` (the operations on learner
    objects, answering the grader's requests in a grading kernel), ``remote`` (the grader's
    session and proxies for the learner's objects, the strict reply schema), ``local``

@@ -30,7 +30,9 @@ core dumps); and, where the grader may make one (cgroup v1, e.g. as root), a mem
 of ``MEMORY_BYTES`` for all the sandbox's processes, its tmpfs included. One share of the
 CPU for the whole sandbox, whatever its process count, and a cap of ``PIDS_MAX`` tasks:
 a ``cpu`` and a ``pids`` cgroup of its own where the grader can make them
-(``share_cgroups``, cgroup v1 or v2).
+(``share_cgroups``, cgroup v1 or v2). The kernel's relay (``relay.py``, the process that
+holds its sockets) joins the same cgroups (``joined``), so that what it holds and spends is
+charged to that sandbox.
 
 When the grader runs as root, bwrap runs privileged (no user namespace) and the kernel is
 started by ``setpriv`` as an unprivileged user id of its own (a random one above
@@ -52,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "can_share",
     "command",
     "environment",
+    "joined",
     "kernel_uid",
     "memory_cgroup",
     "remove_cgroup",
@@ -284,10 +288,7 @@ def command(
     seen = any(PACKAGE_DIR.is_relative_to(path) for path in ["/usr", *binds])
     copy = str(PACKAGE_DIR)
     cover = ["--perms", "0555", "--tmpfs", copy, "--remount-ro", copy] if seen else []
-    groups = [str(g) for g in (cgroup, *shares) if g is not None]
-    join = ["/bin/sh", "-c", _JOIN, "sh", *groups, "--"]
-    return [
-        *(join if groups else []),
+    sandboxed = [
         "prlimit",
         *limits,
         "--",
@@ -331,6 +332,14 @@ def command(
         *drop,
         *argv,
     ]
+    return joined((cgroup, *shares), sandboxed)
+
+
+def joined(groups: Sequence[Path | None], argv: list[str]) -> list[str]:
+    """``argv``, run by a shell that first puts itself in each of ``groups`` (cgroups; None
+    is skipped); ``argv`` itself when there are none."""
+    names = [str(g) for g in groups if g is not None]
+    return ["/bin/sh", "-c", _JOIN, "sh", *names, "--", *argv] if names else list(argv)
 
 
 # the shell that puts itself (then everything it execs) in each cgroup named before "--"

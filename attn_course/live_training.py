@@ -1,12 +1,12 @@
 """Lecture 11's live run: the small Shakespeare model trained in the notebook, with samples.
 
 ``train_live`` trains ``lm.LM_CONFIGS["small"]`` (about half a minute on one core), or the
-first ``steps`` of its run, and, at every evaluation, prints the losses and (every
-``SAMPLE_EVERY`` steps) a short sample, so the learner watches the loss fall and the samples
-turn from noise into words. Its exact numbers depend on the CPU's last bits, so the notebook
-compares nothing of it: the numbers nbval compares come from the stored run
-``data/live_run.json``, the whole run, written by ``python -m attn_course.live_training``
-with the same code.
+first ``steps`` of its run, and, at every evaluation, prints the losses of the model at that
+step on fixed training and held-out windows and (every ``SAMPLE_EVERY`` steps) a short
+sample, so the learner watches the loss fall and the samples turn from noise into words.
+Its exact numbers depend on the CPU's last bits, so the notebook compares nothing of it: the
+numbers nbval compares come from the stored run ``data/live_run.json``, the whole run,
+written by ``python -m attn_course.live_training`` with the same code.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TextIO
 import torch
 
 from .generation import GPTModel, generate
-from .lm import LM_CONFIGS, eval_windows, tokenizer, train_lm, window_losses
+from .lm import LM_CONFIGS, _eval_loss, eval_windows, tokenizer, train_lm, window_losses
 
 __all__ = [
     "LiveRun",
@@ -47,14 +47,16 @@ STORED = "live_run.json"
 @dataclass
 class LiveRun:
     """A run's curve, (step, train loss, held-out loss) per evaluation from step 0 (the
-    untrained model; ``lm.TrainResult`` says what each loss averages), and samples by step."""
+    untrained model), and samples by step. Both losses are the model's at that step, each on
+    its own fixed draw of ``cfg.eval_windows`` windows (``lm.eval_windows``, split "train"
+    and "held_out"): the train loss does not lag as ``lm.TrainResult``'s batch mean does."""
 
     curve: list[tuple[int, float, float]] = field(default_factory=list)
     samples: dict[int, str] = field(default_factory=dict)
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # stored runs: the process's CPU time (wall time shows the load)
     # the standard error of the last held-out loss, a mean over the config's fixed windows:
-    # the std of the per-window losses / sqrt(number of windows); None in the stored run
+    # the std of the per-window losses / sqrt(number of windows)
     held_out_se: float | None = None
 
 
@@ -86,17 +88,30 @@ def train_live(steps: int | None = None, progress: TextIO | None = sys.stdout) -
             f"steps={steps}: choose a multiple of {cfg.eval_every} from {cfg.eval_every} to "
             f"{cfg.steps} (the run evaluates every {cfg.eval_every} steps and has {cfg.steps})."
         )
-    run = LiveRun()
+    run, last = LiveRun(), cfg.steps if steps is None else steps
+    train_windows, held_out_windows = eval_windows(cfg, "train"), eval_windows(cfg)
+    train_losses: dict[int, float] = {}
+    start = time.perf_counter()
 
     def on_eval(step: int, model: GPTModel) -> None:
+        # the model as it is at this step, on the fixed training windows (no lag)
+        train_losses[step] = _eval_loss(model, train_windows)
+        if progress is not None:
+            print(
+                f"step {step:>3}/{last}: train {train_losses[step]:.3f} held-out "
+                f"{_eval_loss(model, held_out_windows):.3f} nats/char "
+                f"({time.perf_counter() - start:.0f} s)",
+                file=progress,
+            )
         if step % SAMPLE_EVERY == 0:
             run.samples[step] = sample_text(model)
             if progress is not None:
                 print(f"\n--- step {step}: {run.samples[step]!r}", file=progress)
 
-    result = train_lm(cfg, progress=progress, on_eval=on_eval, stop=steps)
-    run.curve, run.seconds = result.curve, result.seconds
-    losses = window_losses(result.model, eval_windows(cfg))
+    result = train_lm(cfg, on_eval=on_eval, stop=steps)
+    run.curve = [(step, train_losses[step], held_out) for step, _, held_out in result.curve]
+    run.seconds = result.seconds
+    losses = window_losses(result.model, held_out_windows)
     run.held_out_se = (losses.std() / len(losses) ** 0.5).item()
     return run
 
@@ -109,6 +124,7 @@ def stored_run() -> LiveRun:
         samples={int(step): text for step, text in saved["samples"].items()},
         seconds=float(saved["seconds"]),
         cpu_seconds=float(saved.get("cpu_seconds", 0.0)),
+        held_out_se=saved.get("held_out_se"),
     )
 
 
@@ -122,6 +138,7 @@ def main() -> None:
     saved["curve"] = [
         [step, round(train, 4), round(held_out, 4)] for step, train, held_out in run.curve
     ]
+    saved["held_out_se"] = round(run.held_out_se, 4)
     saved["seconds"] = round(time.perf_counter() - start, 1)
     saved["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
     saved["command"] = "python -m attn_course.live_training"

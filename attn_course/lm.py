@@ -184,12 +184,15 @@ def _loss(model: GPTModel, windows: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
 
 
-def eval_windows(cfg: LMTrainConfig) -> torch.Tensor:
+def eval_windows(cfg: LMTrainConfig, split: str = "held_out") -> torch.Tensor:
     """The held-out windows ``train_lm`` scores: ``cfg.eval_windows`` windows of
-    ``cfg.context_length`` predicted characters, one fixed draw (``EVAL_SEED``)."""
-    _, held_out_data = _token_data()
+    ``cfg.context_length`` predicted characters, one fixed draw (``EVAL_SEED``); with
+    ``split="train"``, as many windows drawn the same way from the training text."""
+    if split not in ("train", "held_out"):
+        raise ValueError(f"split={split!r}: choose 'train' or 'held_out'.")
+    data = _token_data()[0 if split == "train" else 1]
     gen = torch.Generator().manual_seed(EVAL_SEED)
-    return _windows(held_out_data, cfg.eval_windows, cfg.context_length, gen)
+    return _windows(data, cfg.eval_windows, cfg.context_length, gen)
 
 
 @torch.no_grad()

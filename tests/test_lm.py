@@ -181,6 +181,20 @@ def test_window_losses_are_the_held_out_windows_the_curve_averages():
     assert math.isclose(losses.mean().item(), result.curve[-1][2], abs_tol=1e-5)
 
 
+def test_the_plain_run_was_scored_on_the_shipped_models_held_out_windows():
+    """Notebook 11 compares the plain-window run's recorded held-out loss with the shipped
+    model's "on the same 64 windows": the windows do not depend on ``repeat_share``, and hold
+    no repeats (the repeat windows are training data only)."""
+    shipped = LM_CONFIGS["default"]
+    windows = eval_windows(shipped)
+    assert len(windows) == 64 == shipped.eval_windows and shipped.repeat_share > 0
+    assert torch.equal(windows, eval_windows(replace(shipped, repeat_share=0.0)))
+    held_out = _token_data()[1]
+    gen = torch.Generator().manual_seed(2024)  # lm.EVAL_SEED, drawn without repeats
+    assert torch.equal(windows, _windows(held_out, 64, shipped.context_length, gen))
+    assert "held_out_loss_64_windows" in plain_recording()
+
+
 def test_a_finished_runs_checkpoint_holds_its_float32_weights(tmp_path):
     """Without ``--save`` a run still leaves its weights: the checkpoint holds them in float32
     (under ``model``, not ``save_lm``'s ``state_dict``), beside the optimiser's state."""

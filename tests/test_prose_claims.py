@@ -551,6 +551,20 @@ CLAIMS = [
     ),
     (
         "11_language_model",
+        "windows of plain text it scores 1.46 nats per character",
+        "1.46",
+        2,
+        r"on the same 64 windows: plain windows \(recorded\) ([\d.]+),",
+    ),
+    (
+        "11_language_model",
+        "the shipped model 1.48 (one run each;",
+        "1.48",
+        2,
+        r"on the same 64 windows: plain windows \(recorded\) [\d.]+, shipped ([\d.]+) nats",
+    ),
+    (
+        "11_language_model",
         "against 0.67 for the shipped model's L1 H2",
         "0.67",
         2,

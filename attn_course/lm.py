@@ -158,6 +158,11 @@ def _token_data() -> tuple[torch.Tensor, torch.Tensor]:
 MIN_REPEAT = 8  # the shortest passage a repeat window shows twice
 
 
+def window_starts(data_len: int, num: int, length: int, gen: torch.Generator) -> torch.Tensor:
+    """Where ``_windows`` starts its ``num`` windows of ``length + 1`` tokens: (num,)."""
+    return torch.randint(0, data_len - length - 1, (num,), generator=gen)
+
+
 def _windows(
     data: torch.Tensor, num: int, length: int, gen: torch.Generator, repeat_share: float = 0.0
 ) -> torch.Tensor:
@@ -167,7 +172,7 @@ def _windows(
     ``MIN_REPEAT`` to ``length // 2`` characters repeated until the window is full, the way
     a refrain recurs: there, copying from the earlier occurrence predicts the next character.
     """
-    starts = torch.randint(0, len(data) - length - 1, (num,), generator=gen)
+    starts = window_starts(len(data), num, length, gen)
     windows = torch.stack([data[s : s + length + 1] for s in starts.tolist()])
     if repeat_share > 0:
         repeat = torch.rand(num, generator=gen) < repeat_share

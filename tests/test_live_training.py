@@ -160,3 +160,23 @@ def test_a_live_run_of_other_length_than_the_evaluations_allow_is_refused():
     for steps in (0, 75, cfg.steps + cfg.eval_every):
         with pytest.raises(ValueError, match=f"multiple of {cfg.eval_every}"):
             train_live(steps, progress=None)
+
+
+def test_the_expected_count_of_never_predicted_windows_is_the_replayed_runs():
+    """Cell 7 expects 32 exp(-steps x batch x 127 / N), about 20, of the fixed windows never
+    predicted: a batch window predicts some character of a 64-character window when it starts
+    within 63 characters either side. Replaying the run's batches over every window start gives
+    the same share (reversed, 64 starts a window, it would be 0.79: 25 windows)."""
+    cfg = LM_CONFIGS["small"]
+    data_len, length = len(_token_data()[0]), cfg.context_length
+    gen = torch.Generator().manual_seed(cfg.seed)
+    predicted = torch.zeros(data_len, dtype=torch.int32)
+    offsets = torch.arange(1, length + 1)
+    for _ in range(cfg.steps):
+        predicted[window_starts(data_len, cfg.batch_size, length, gen)[:, None] + offsets] = 1
+    hits = torch.cat([torch.zeros(1, dtype=torch.int64), predicted.cumsum(0)])
+    never = ((hits[length + 1 :] - hits[1:-length]) == 0).float().mean().item()
+    reach = cfg.steps * cfg.batch_size * (2 * length - 1)
+    assert never == pytest.approx(math.exp(-reach / data_len), abs=0.01)
+    assert round(cfg.eval_windows * math.exp(-reach / data_len)) == 20
+    assert abs(never - math.exp(-cfg.steps * cfg.batch_size * length / data_len)) > 0.1

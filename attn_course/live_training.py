@@ -1,12 +1,12 @@
 """Lecture 11's live run: the small Shakespeare model trained in the notebook, with samples.
 
 ``train_live`` trains ``lm.LM_CONFIGS["small"]`` (about half a minute on one core), or the
-first ``steps`` of its run, and, at every evaluation, prints the losses and (every
-``SAMPLE_EVERY`` steps) a short sample, so the learner watches the loss fall and the samples
-turn from noise into words. Its exact numbers depend on the CPU's last bits, so the notebook
-compares nothing of it: the numbers nbval compares come from the stored run
-``data/live_run.json``, the whole run, written by ``python -m attn_course.live_training``
-with the same code.
+first ``steps`` of its run, and, at every evaluation, prints the losses of the model at that
+step on fixed training and held-out windows and (every ``SAMPLE_EVERY`` steps) a short
+sample, so the learner watches the loss fall and the samples turn from noise into words.
+Its exact numbers depend on the CPU's last bits, so the notebook compares nothing of it: the
+numbers nbval compares come from the stored run ``data/live_run.json``, the whole run,
+written by ``python -m attn_course.live_training`` with the same code.
 """
 
 from __future__ import annotations
@@ -23,11 +23,22 @@ from typing import TextIO
 import torch
 
 from .generation import GPTModel, generate
-from .lm import LM_CONFIGS, eval_windows, tokenizer, train_lm, window_losses
+from .lm import (
+    EVAL_SEED,
+    LM_CONFIGS,
+    _eval_loss,
+    _token_data,
+    eval_windows,
+    tokenizer,
+    train_lm,
+    window_losses,
+    window_starts,
+)
 
 __all__ = [
     "LiveRun",
     "train_live",
+    "trained_share",
     "stored_run",
     "SAMPLE_PROMPT",
     "SAMPLE_TEMPERATURE",
@@ -47,15 +58,18 @@ STORED = "live_run.json"
 @dataclass
 class LiveRun:
     """A run's curve, (step, train loss, held-out loss) per evaluation from step 0 (the
-    untrained model; ``lm.TrainResult`` says what each loss averages), and samples by step."""
+    untrained model), and samples by step. Both losses are the model's at that step, each on
+    its own fixed draw of ``cfg.eval_windows`` windows (``lm.eval_windows``, split "train"
+    and "held_out"): the train loss does not lag as ``lm.TrainResult``'s batch mean does."""
 
     curve: list[tuple[int, float, float]] = field(default_factory=list)
     samples: dict[int, str] = field(default_factory=dict)
-    seconds: float = 0.0
+    seconds: float = 0.0  # from before the first evaluation to the end, the progress clock
     cpu_seconds: float = 0.0  # stored runs: the process's CPU time (wall time shows the load)
-    # the standard error of the last held-out loss, a mean over the config's fixed windows:
-    # the std of the per-window losses / sqrt(number of windows); None in the stored run
-    held_out_se: float | None = None
+    # the standard errors of the train and held-out losses at each point of the curve, each a
+    # mean over the config's fixed windows: the std of the per-window losses / sqrt(windows)
+    train_se: list[float] = field(default_factory=list)
+    held_out_se: list[float] = field(default_factory=list)
 
 
 @torch.no_grad()
@@ -86,19 +100,62 @@ def train_live(steps: int | None = None, progress: TextIO | None = sys.stdout) -
             f"steps={steps}: choose a multiple of {cfg.eval_every} from {cfg.eval_every} to "
             f"{cfg.steps} (the run evaluates every {cfg.eval_every} steps and has {cfg.steps})."
         )
-    run = LiveRun()
+    run, last = LiveRun(), cfg.steps if steps is None else steps
+    train_windows, held_out_windows = eval_windows(cfg, "train"), eval_windows(cfg)
+    train_losses: dict[int, float] = {}
+    se: dict[int, tuple[float, float]] = {}
+    start = time.perf_counter()
 
     def on_eval(step: int, model: GPTModel) -> None:
+        # the model as it is at this step, on the fixed training windows (no lag)
+        train_losses[step] = _eval_loss(model, train_windows)
+        se[step] = tuple(_standard_error(model, w) for w in (train_windows, held_out_windows))
+        if progress is not None:
+            print(
+                f"step {step:>3}/{last}: train {train_losses[step]:.3f} held-out "
+                f"{_eval_loss(model, held_out_windows):.3f} nats/char "
+                f"({time.perf_counter() - start:.0f} s)",
+                file=progress,
+            )
         if step % SAMPLE_EVERY == 0:
             run.samples[step] = sample_text(model)
             if progress is not None:
                 print(f"\n--- step {step}: {run.samples[step]!r}", file=progress)
 
-    result = train_lm(cfg, progress=progress, on_eval=on_eval, stop=steps)
-    run.curve, run.seconds = result.curve, result.seconds
-    losses = window_losses(result.model, eval_windows(cfg))
-    run.held_out_se = (losses.std() / len(losses) ** 0.5).item()
+    result = train_lm(cfg, on_eval=on_eval, stop=steps)
+    run.curve = [(step, train_losses[step], held_out) for step, _, held_out in result.curve]
+    run.train_se = [se[step][0] for step, _, _ in run.curve]
+    run.held_out_se = [se[step][1] for step, _, _ in run.curve]
+    run.seconds = time.perf_counter() - start
     return run
+
+
+def _standard_error(model: GPTModel, windows: torch.Tensor) -> float:
+    losses = window_losses(model, windows)
+    return (losses.std() / len(losses) ** 0.5).item()
+
+
+def trained_share(steps: list[int]) -> dict[int, torch.Tensor]:
+    """For each step of ``steps``: the share of each fixed training window's scored characters
+    (``eval_windows(cfg, "train")``, its last ``context_length`` tokens) that a training batch
+    before that step predicted, (eval_windows,). Exact, without training: it replays the
+    run's seeded draws of window starts (``lm.window_starts``, as ``train_lm`` draws them)."""
+    cfg = LM_CONFIGS[CONFIG]
+    assert cfg.repeat_share == 0  # a repeat window would draw more from the generator
+    data_len, length = len(_token_data()[0]), cfg.context_length
+    fixed = window_starts(
+        data_len, cfg.eval_windows, length, torch.Generator().manual_seed(EVAL_SEED)
+    )
+    gen = torch.Generator().manual_seed(cfg.seed)
+    predicted = torch.zeros(data_len, dtype=torch.bool)  # a batch predicted this token
+    offsets = torch.arange(1, length + 1)  # a window predicts its tokens 1 to length
+    shares = {}
+    for step in range(max(steps) + 1):
+        if step in steps:
+            shares[step] = predicted[fixed[:, None] + offsets].float().mean(1)
+        batch = window_starts(data_len, cfg.batch_size, length, gen)
+        predicted[batch[:, None] + offsets] = True
+    return shares
 
 
 def stored_run() -> LiveRun:
@@ -109,6 +166,8 @@ def stored_run() -> LiveRun:
         samples={int(step): text for step, text in saved["samples"].items()},
         seconds=float(saved["seconds"]),
         cpu_seconds=float(saved.get("cpu_seconds", 0.0)),
+        train_se=saved["train_se"],
+        held_out_se=saved["held_out_se"],
     )
 
 
@@ -122,6 +181,8 @@ def main() -> None:
     saved["curve"] = [
         [step, round(train, 4), round(held_out, 4)] for step, train, held_out in run.curve
     ]
+    saved["train_se"] = [round(se, 4) for se in run.train_se]
+    saved["held_out_se"] = [round(se, 4) for se in run.held_out_se]
     saved["seconds"] = round(time.perf_counter() - start, 1)
     saved["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
     saved["command"] = "python -m attn_course.live_training"

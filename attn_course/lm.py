@@ -158,6 +158,11 @@ def _token_data() -> tuple[torch.Tensor, torch.Tensor]:
 MIN_REPEAT = 8  # the shortest passage a repeat window shows twice
 
 
+def window_starts(data_len: int, num: int, length: int, gen: torch.Generator) -> torch.Tensor:
+    """Where ``_windows`` starts its ``num`` windows of ``length + 1`` tokens: (num,)."""
+    return torch.randint(0, data_len - length - 1, (num,), generator=gen)
+
+
 def _windows(
     data: torch.Tensor, num: int, length: int, gen: torch.Generator, repeat_share: float = 0.0
 ) -> torch.Tensor:
@@ -167,7 +172,7 @@ def _windows(
     ``MIN_REPEAT`` to ``length // 2`` characters repeated until the window is full, the way
     a refrain recurs: there, copying from the earlier occurrence predicts the next character.
     """
-    starts = torch.randint(0, len(data) - length - 1, (num,), generator=gen)
+    starts = window_starts(len(data), num, length, gen)
     windows = torch.stack([data[s : s + length + 1] for s in starts.tolist()])
     if repeat_share > 0:
         repeat = torch.rand(num, generator=gen) < repeat_share
@@ -184,12 +189,15 @@ def _loss(model: GPTModel, windows: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
 
 
-def eval_windows(cfg: LMTrainConfig) -> torch.Tensor:
+def eval_windows(cfg: LMTrainConfig, split: str = "held_out") -> torch.Tensor:
     """The held-out windows ``train_lm`` scores: ``cfg.eval_windows`` windows of
-    ``cfg.context_length`` predicted characters, one fixed draw (``EVAL_SEED``)."""
-    _, held_out_data = _token_data()
+    ``cfg.context_length`` predicted characters, one fixed draw (``EVAL_SEED``); with
+    ``split="train"``, as many windows drawn the same way from the training text."""
+    if split not in ("train", "held_out"):
+        raise ValueError(f"split={split!r}: choose 'train' or 'held_out'.")
+    data = _token_data()[0 if split == "train" else 1]
     gen = torch.Generator().manual_seed(EVAL_SEED)
-    return _windows(held_out_data, cfg.eval_windows, cfg.context_length, gen)
+    return _windows(data, cfg.eval_windows, cfg.context_length, gen)
 
 
 @torch.no_grad()

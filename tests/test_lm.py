@@ -16,6 +16,7 @@ from attn_course.corpus import load_corpus
 from attn_course.generation import GPTConfig, GPTModel
 from attn_course.lm import (
     LM_CONFIGS,
+    MIN_REPEAT,
     LMTrainConfig,
     _eval_loss,
     _token_data,
@@ -34,6 +35,7 @@ from attn_course.lm import (
     training_words,
     unigram_loss,
     window_losses,
+    window_starts,
 )
 from attn_course.tokenizer import CharTokenizer
 
@@ -179,6 +181,20 @@ def test_window_losses_are_the_held_out_windows_the_curve_averages():
     losses = window_losses(result.model, windows)
     assert losses.shape == (TINY.eval_windows,) and losses.std() > 0
     assert math.isclose(losses.mean().item(), result.curve[-1][2], abs_tol=1e-5)
+
+
+def test_the_plain_run_was_scored_on_the_shipped_models_held_out_windows():
+    """Notebook 11 compares the plain-window run's recorded held-out loss with the shipped
+    model's "on the same 64 windows": the windows do not depend on ``repeat_share``, and hold
+    no repeats (the repeat windows are training data only)."""
+    shipped = LM_CONFIGS["default"]
+    windows = eval_windows(shipped)
+    assert len(windows) == 64 == shipped.eval_windows and shipped.repeat_share > 0
+    assert torch.equal(windows, eval_windows(replace(shipped, repeat_share=0.0)))
+    held_out = _token_data()[1]
+    gen = torch.Generator().manual_seed(2024)  # lm.EVAL_SEED, drawn without repeats
+    assert torch.equal(windows, _windows(held_out, 64, shipped.context_length, gen))
+    assert "held_out_loss_64_windows" in plain_recording()
 
 
 def test_a_finished_runs_checkpoint_holds_its_float32_weights(tmp_path):
@@ -420,3 +436,39 @@ def test_a_train_point_averages_the_batches_before_its_step():
     assert result.curve[1][1] == pytest.approx(before, abs=1e-5)
     assert result.curve[2][1] == pytest.approx(after, abs=1e-5)
     assert result.curve[0][1] == pytest.approx(losses[0], abs=1e-5)  # step 0: the first batch
+
+
+def test_the_shipped_runs_expected_coverage_of_the_training_text_is_its_replay():
+    """Notebook 11, cell 31: both runs read the training text 2.40 times; the share read at least
+    once is expected 1 - exp(-passes) for plain windows (0.91) and 1 - exp(-passes x 0.82) for
+    the shipped run (0.86), whose repeat windows read only their passage. A replay of the
+    shipped run's draws, in ``_windows``'s order, agrees (reversed, 0.91 for the shipped run,
+    it fails)."""
+    cfg = LM_CONFIGS["default"]
+    data, length = _token_data()[0], cfg.context_length
+    first = _windows(
+        data, cfg.batch_size, length, torch.Generator().manual_seed(cfg.seed), cfg.repeat_share
+    )
+    gen = torch.Generator().manual_seed(cfg.seed)
+    read = torch.zeros(len(data), dtype=torch.bool)  # a text character some window predicted
+    for step in range(cfg.steps):
+        starts = window_starts(len(data), cfg.batch_size, length, gen)
+        repeat = torch.rand(cfg.batch_size, generator=gen) < cfg.repeat_share
+        periods = torch.randint(MIN_REPEAT, length // 2 + 1, (cfg.batch_size,), generator=gen)
+        for i, (s, r, p) in enumerate(
+            zip(starts.tolist(), repeat.tolist(), periods.tolist(), strict=True)
+        ):
+            if step == 0:  # the replay draws the windows train_lm's first batch holds
+                end = s + p if r else s + length + 1
+                assert torch.equal(first[i][: end - s], data[s:end])
+            if r:
+                read[s : s + p] = True
+            else:
+                read[s + 1 : s + length + 1] = True
+    passes = cfg.steps * cfg.batch_size * length / len(data)
+    periods = range(MIN_REPEAT, length // 2 + 1)
+    fresh = 1 - cfg.repeat_share * (1 - sum(periods) / len(periods) / length)
+    assert round(passes, 2) == 2.40 and round(fresh, 2) == 0.82
+    assert read.float().mean().item() == pytest.approx(1 - math.exp(-passes * fresh), abs=0.005)
+    assert round(1 - math.exp(-passes), 2) == 0.91
+    assert round(1 - math.exp(-passes * fresh), 2) == 0.86

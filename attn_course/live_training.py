@@ -70,6 +70,8 @@ class LiveRun:
     # mean over the config's fixed windows: the std of the per-window losses / sqrt(windows)
     train_se: list[float] = field(default_factory=list)
     held_out_se: list[float] = field(default_factory=list)
+    # the loss of each fixed training window (``eval_windows(cfg, "train")``) at the last step
+    final_train_losses: list[float] = field(default_factory=list)
 
 
 @torch.no_grad()
@@ -110,6 +112,8 @@ def train_live(steps: int | None = None, progress: TextIO | None = sys.stdout) -
         # the model as it is at this step, on the fixed training windows (no lag)
         train_losses[step] = _eval_loss(model, train_windows)
         se[step] = tuple(_standard_error(model, w) for w in (train_windows, held_out_windows))
+        if step == last:
+            run.final_train_losses = window_losses(model, train_windows).tolist()
         if progress is not None:
             print(
                 f"step {step:>3}/{last}: train {train_losses[step]:.3f} held-out "
@@ -168,6 +172,7 @@ def stored_run() -> LiveRun:
         cpu_seconds=float(saved.get("cpu_seconds", 0.0)),
         train_se=saved["train_se"],
         held_out_se=saved["held_out_se"],
+        final_train_losses=saved.get("final_train_losses", []),
     )
 
 
@@ -183,6 +188,7 @@ def main() -> None:
     ]
     saved["train_se"] = [round(se, 4) for se in run.train_se]
     saved["held_out_se"] = [round(se, 4) for se in run.held_out_se]
+    saved["final_train_losses"] = [round(loss, 4) for loss in run.final_train_losses]
     saved["seconds"] = round(time.perf_counter() - start, 1)
     saved["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
     saved["command"] = "python -m attn_course.live_training"

@@ -185,3 +185,26 @@ def test_the_expected_count_of_never_predicted_windows_is_the_replayed_runs():
     assert never == pytest.approx(math.exp(-reach / data_len), abs=0.01)
     assert round(cfg.eval_windows * math.exp(-reach / data_len)) == 20
     assert abs(never - math.exp(-cfg.steps * cfg.batch_size * length / data_len)) > 0.1
+
+
+def test_a_live_run_keeps_the_last_steps_per_window_train_losses(fifty_steps):
+    run, trained = fifty_steps
+    losses = window_losses(trained.model, eval_windows(LM_CONFIGS["small"], "train"))
+    assert run.final_train_losses == pytest.approx(losses.tolist(), abs=1e-6)
+
+
+def test_the_stored_split_of_step_500_train_losses_is_the_replays():
+    """Review r11zd, cell 9: at step 500 the 19 fixed training windows a batch had predicted
+    score 2.10, the 13 never predicted 2.06, a difference within one standard error (one draw).
+    Reversed (the never-predicted windows taken as the predicted ones), the counts and means
+    swap and the test fails."""
+    run, cfg = stored_run(), LM_CONFIGS["small"]
+    final = torch.tensor(run.final_train_losses)
+    assert len(final) == cfg.eval_windows
+    assert final.mean().item() == pytest.approx(run.curve[-1][1], abs=2e-4)  # the curve's mean
+    hit = trained_share([cfg.steps])[cfg.steps] > 0
+    assert (hit.sum().item(), (~hit).sum().item()) == (19, 13)
+    assert round(final[hit].mean().item(), 2) == 2.10
+    assert round(final[~hit].mean().item(), 2) == 2.06
+    split_se = math.hypot(*(final[m].std().item() / m.sum().item() ** 0.5 for m in (hit, ~hit)))
+    assert 0 < final[hit].mean() - final[~hit].mean() < split_se

@@ -327,6 +327,48 @@ CLAIMS = [
     ),
     (
         "11_language_model",
+        "at step 500 the 19 a batch had\npredicted 2.10 nats, the 13 never 2.06",
+        "19",
+        0,
+        r"\(one draw\): the (\d+) a batch had predicted",
+    ),
+    (
+        "11_language_model",
+        "at step 500 the 19 a batch had\npredicted 2.10 nats, the 13 never 2.06",
+        "2.10",
+        2,
+        r"\(one draw\): the \d+ a batch had predicted ([\d.]+),",
+    ),
+    (
+        "11_language_model",
+        "at step 500 the 19 a batch had\npredicted 2.10 nats, the 13 never 2.06",
+        "13",
+        0,
+        r"\(one draw\): .*, the (\d+) never [\d.]+ nats",
+    ),
+    (
+        "11_language_model",
+        "at step 500 the 19 a batch had\npredicted 2.10 nats, the 13 never 2.06",
+        "2.06",
+        2,
+        r"\(one draw\): .*, the \d+ never ([\d.]+) nats",
+    ),
+    (
+        "11_language_model",
+        "(one draw; difference +0.04, standard error 0.05)",
+        "+0.04",
+        2,
+        r"\(one draw\): .*\(difference (\+[\d.]+), standard",
+    ),
+    (
+        "11_language_model",
+        "(one draw; difference +0.04, standard error 0.05)",
+        "0.05",
+        2,
+        r"\(one draw\): .*, standard error ([\d.]+)\)",
+    ),
+    (
+        "11_language_model",
         "an expected 0.21\nof its characters at the last step",
         "0.21",
         2,
@@ -642,17 +684,17 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "The 0.03 gap is about one error of the difference (0.027)",
+        "The 0.03 gap is about one error of the difference (1.0 errors)",
         "0.03",
         2,
-        r"nats/char; the difference ([\d.]+);",
+        r"nats/char; the difference ([\d.]+) \(the plain loss is recorded to 3 decimals\)",
     ),
     (
         "11_language_model",
-        "The 0.03 gap is about one error of the difference (0.027)",
-        "0.027",
-        3,
-        r"if both means had that error, uncorrelated: ([\d.]+) \(paired: not measurable",
+        "The 0.03 gap is about one error of the difference (1.0 errors)",
+        "1.0",
+        1,
+        r"uncorrelated: [\d.]+; the difference is ([\d.]+) of it \(paired: not measurable",
     ),
     (
         "11_language_model",
@@ -7896,6 +7938,21 @@ def test_11_plain_windows_command_is_the_recorded_one():
     md = [" ".join(c.source.split()) for c in cells if c.cell_type == "markdown"]
     assert sum(f"`{command}`" in source for source in md) == 1
     assert not any("`python -m attn_course train shakespeare --repeat-share 0`" in s for s in md)
+
+
+def test_11_plain_vs_shipped_gap_is_printed_only_to_digits_the_recording_decides():
+    """Review r11zd: the plain loss is recorded to 3 decimals, so cell 31 prints the difference
+    to 2 and its ratio to the unpaired error to 1: both the same wherever in its rounding
+    interval the true plain loss lies (the 3-decimal difference, 0.026 or 0.027, would not)."""
+    from attn_course.lm import LM_CONFIGS, eval_windows, plain_recording, window_losses
+
+    losses = window_losses(pretrained_lm(), eval_windows(LM_CONFIGS["default"]))
+    shipped, error = losses.mean().item(), losses.std().item() / len(losses) ** 0.5 * 2**0.5
+    recorded = plain_recording()["held_out_loss_64_windows"]
+    ends = [recorded - 0.0005, recorded + 0.0004999]
+    assert {f"{shipped - plain:.2f}" for plain in ends} == {"0.03"}
+    assert {f"{(shipped - plain) / error:.1f}" for plain in ends} == {"1.0"}
+    assert len({f"{shipped - plain:.3f}" for plain in ends}) == 2
 
 
 def test_11_repeat_windows_are_drawn_per_window_not_a_fixed_quarter():

@@ -111,7 +111,7 @@ def train_live(steps: int | None = None, progress: TextIO | None = sys.stdout) -
     def on_eval(step: int, model: GPTModel) -> None:
         # the model as it is at this step, on the fixed training windows (no lag)
         train_losses[step] = _eval_loss(model, train_windows)
-        se[step] = tuple(_standard_error(model, w) for w in (train_windows, held_out_windows))
+        se[step] = (_standard_error(model, train_windows), _standard_error(model, held_out_windows))
         if step == last:
             run.final_train_losses = window_losses(model, train_windows).tolist()
         if progress is not None:

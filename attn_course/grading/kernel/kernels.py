@@ -250,7 +250,7 @@ class Kernel:
         }
         metadata = {} if data is None else {REQUEST_KEY: data}
         deadline, interrupted = min(time.monotonic() + timeout, self.deadline), False
-        reply, idle, answers = None, False, []
+        reply, idle, answers = None, False, list[str]()
         try:
             self._send("execute_request", content, replies, metadata)
             while reply is None:

@@ -245,7 +245,8 @@ class Inbox:
         import zmq
 
         self.messages += 1
-        parts, more = [], True
+        parts: list[Any] = []
+        more = True
         while more:  # part by part: a message of too many parts is stopped at the cap
             part = socket.recv(0 if parts else zmq.NOBLOCK, copy=False)
             more = bool(socket.getsockopt(zmq.RCVMORE))

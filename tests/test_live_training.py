@@ -67,6 +67,7 @@ def fifty_steps():
     return train_live(50, progress=None), train_lm(LM_CONFIGS["small"], stop=50)
 
 
+@pytest.mark.slow  # trains 50 steps
 def test_the_train_loss_is_the_model_at_its_step_on_fixed_training_windows(fifty_steps):
     """Review r11z: train and held out score the same model at the same step. The train column
     is not the lagging mean of the batch losses since the last evaluation (3.39 at step 50 in
@@ -110,6 +111,7 @@ def test_the_stored_run_keeps_both_standard_errors_at_every_evaluation():
     assert all(abs(r) < 1 for r in ratio[1:])
 
 
+@pytest.mark.slow  # trains 50 steps
 def test_a_live_run_records_its_standard_errors_on_one_clock(fifty_steps):
     run, trained = fifty_steps
     cfg = LM_CONFIGS["small"]
@@ -121,6 +123,7 @@ def test_a_live_run_records_its_standard_errors_on_one_clock(fifty_steps):
     assert run.seconds > trained.seconds * 0.5  # the progress clock: training and evaluations
 
 
+@pytest.mark.slow  # trains 50 steps
 def test_trained_share_counts_what_train_lm_s_batches_predicted(monkeypatch):
     """The replay matches the batches ``train_lm`` really drew; the share is of the fixed
     training windows' scored characters that a batch before the step predicted (reversed, the
@@ -187,6 +190,7 @@ def test_the_expected_count_of_never_predicted_windows_is_the_replayed_runs():
     assert abs(never - math.exp(-cfg.steps * cfg.batch_size * length / data_len)) > 0.1
 
 
+@pytest.mark.slow  # trains 50 steps
 def test_a_live_run_keeps_the_last_steps_per_window_train_losses(fifty_steps):
     run, trained = fifty_steps
     losses = window_losses(trained.model, eval_windows(LM_CONFIGS["small"], "train"))

@@ -117,3 +117,31 @@ def test_draw_text_heads_puts_queries_on_rows_and_keys_on_columns():
     assert fig.get_supylabel() == "queries"
     assert fig.get_supxlabel() == "keys (characters read)"
     plt.close(fig)
+
+
+def test_next_character_labels_are_drawn_upright():
+    """Review r11zf read the bar chart's labels as turned 90° (' like -). They are upright: drawn
+    at 200 dpi, the apostrophe's ink is taller than wide and the hyphen's wider than tall
+    (turned 90°, both would swap)."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from attn_course.lm_views import LineCanvas
+
+    canvas = LineCanvas(Figure(dpi=200))
+    for label in canvas.bar_labels:
+        label.set_text("")
+    canvas.bar_labels[0].set_text("'")
+    canvas.bar_labels[1].set_text("-")
+    agg = FigureCanvasAgg(canvas.fig)
+    agg.draw()
+    pixels = np.asarray(agg.buffer_rgba())[..., :3].min(axis=-1)
+    height = pixels.shape[0]
+    for label, upright in ((canvas.bar_labels[0], "tall"), (canvas.bar_labels[1], "wide")):
+        assert label.get_rotation() == 0
+        box = label.get_window_extent()  # pixels from the bottom left
+        ink = pixels[int(height - box.y1) : int(height - box.y0), int(box.x0) : int(box.x1)] < 128
+        rows, cols = np.nonzero(ink)
+        tall = rows.max() - rows.min() > cols.max() - cols.min()
+        assert tall == (upright == "tall"), (label.get_text(), np.ptp(rows), np.ptp(cols))

@@ -172,7 +172,7 @@ def stored_run() -> LiveRun:
         cpu_seconds=float(saved.get("cpu_seconds", 0.0)),
         train_se=saved["train_se"],
         held_out_se=saved["held_out_se"],
-        final_train_losses=saved.get("final_train_losses", []),
+        final_train_losses=saved["final_train_losses"],
     )
 
 

@@ -97,7 +97,7 @@ def nbval_run(tmp_path_factory) -> dict:
     probe = (PROBE, "DEFAULT 1 COMPATIBLE\n")
     stored_notebook(notebook, probe, (FRAGILE, native), (FRAGILE, other))
     result = run_nbval(notebook)
-    found = re.findall(r"^(PASSED|FAILED) \S+::Cell (\d+)$", result.stdout, re.MULTILINE)
+    found = re.findall(r"^(PASSED|FAILED) \S+::Cell (\d+)(?: - .*)?$", result.stdout, re.MULTILINE)
     verdicts = {int(index): outcome for outcome, index in found}
     outcomes = {name: verdicts.get(index) for index, name in enumerate(CELLS)}
     return {"outcomes": outcomes, "output": result.stdout, "native": native, "other": other}

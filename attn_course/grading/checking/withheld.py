@@ -32,6 +32,7 @@ import functools
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -352,6 +353,15 @@ def _resolve_from(module: str, is_package: bool, level: int, name: str | None) -
     return ".".join([*base, *([name] if name else [])])
 
 
+def _statements(body: list) -> Iterator[ast.stmt]:
+    """Every statement in ``body``, nested ones included (an import is a statement: no need
+    to walk the expressions, most of a module's nodes)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            yield from _statements(getattr(node, field, []))
+
+
 @functools.cache
 def _modules() -> dict[str, _Module]:
     """Every module of the package but ``grading``, by dotted name ("" is the package)."""
@@ -370,7 +380,7 @@ def _modules() -> dict[str, _Module]:
             and not (n.name.startswith("__") and n.name.endswith("__"))
         }
         aliases: dict[str, tuple[str, str | None]] = {}
-        for node in ast.walk(tree):
+        for node in _statements(tree.body):
             if isinstance(node, ast.ImportFrom):
                 source = _resolve_from(dotted, is_package, node.level, node.module)
                 if source is not None:

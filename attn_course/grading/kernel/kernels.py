@@ -420,6 +420,9 @@ class KernelPool:
         self._asked: collections.Counter[withheld.Withholding] = collections.Counter()
         self._lock = threading.Lock()
         self._starter = ThreadPoolExecutor(max(1, warm), thread_name_prefix="kernel-start")
+        if sandboxed:  # the first kernels' stand-ins, written here: in a thread they would wait
+            for withholding in list(self._plan)[:warm]:  # for the GIL while torch is imported
+                withheld.overlays(withholding)
         for _ in range(min(warm, len(self._plan))):
             self._spawn()
 

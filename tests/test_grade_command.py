@@ -105,6 +105,7 @@ def graded(tmp_path_factory):
     files["not_notebook"].write_text('{"cells": "none", "answer": 42}', encoding="utf-8")
     before = {name: digest(path) for name, path in files.items()}
     report_path = root / "report.json"
+    (root / "tmp").mkdir()  # the command's temporary folders (TMPDIR)
     process = grade(
         root / "mixed" / "01_causal_attention.ipynb",
         root / "broken" / "01_causal_attention.ipynb",
@@ -117,10 +118,20 @@ def graded(tmp_path_factory):
         "--cell-timeout",
         CELL_TIMEOUT,
         cwd=root,
+        env={"TMPDIR": str(root / "tmp")},
     )
     assert process.returncode == 0, process.stderr
     report = json.loads(report_path.read_text(encoding="utf-8"))
     return report, process, files, before
+
+
+def test_the_command_ends_quickly_and_cleans_up(graded):
+    """The command ends without the interpreter's teardown (``__main__.run``) yet after its
+    exit handlers: its temporary folders (the stand-ins', the kernels') are gone."""
+    _, process, files, _ = graded
+    root = files["unknown"].parents[1]
+    assert process.returncode == 0 and (root / "report.json").is_file()
+    assert list((root / "tmp").iterdir()) == []
 
 
 def verdicts(report: dict, path: Path) -> dict[str, tuple[str, str]]:

@@ -84,11 +84,17 @@ def code_paths(words: str) -> dict[str, str]:
     return {name: value for name, _, value in pairs}
 
 
+# A kernel's last exit handler ends it without the interpreter's teardown of torch (about
+# a second a notebook): nbval has read every output by then.
+QUICK_EXIT = "import atexit, os\natexit.register(os._exit, 0)\n"
+
+
 def another_machine(ipython_dir: Path) -> dict[str, str]:
     """The environment variables of a kernel on 'another machine', its IPython folder made."""
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-other-thread-count.py").write_text(OTHER_THREAD_COUNT)
+    (startup / "01-quick-exit.py").write_text(QUICK_EXIT)
     paths = code_paths(os.environ.get("ATTN_COURSE_OTHER_MACHINE") or OTHER_MACHINE)
     # A solution's check that imports torch._dynamo inside its time limit raises (grading/local).
     return {**paths, **SLEEP_AT_BARRIERS, DYNAMO_GUARD: "1", "IPYTHONDIR": str(ipython_dir)}

@@ -3213,7 +3213,7 @@ CLAIMS = [
     ("10_tiled_attention", "(192 KiB per SM on an A100", "192", 0, r"(\d+) KiB of SRAM holds"),
     (
         "11_language_model",
-        "L2 H3 clear the 0.05 margin below only just",
+        "L2 H3 clear the 0.05 margin only just",
         "0.05",
         2,
         r"above uniform by ([\d.]+) or more",
@@ -4593,20 +4593,6 @@ CLAIMS = [
     # review r11zg: the break characters among the near word starts (cell 12), the paired
     # differences (cells 23, 25), the match table (27), a measured paired error (31), the
     # sampler rows (35)
-    (
-        "11_language_model",
-        "(64 of the 317 such queries below)",
-        "64",
-        0,
-        r"2 or 3 back: [\d.]+ \(\d+ queries, (\d+) of them a space or line break\)",
-    ),
-    (
-        "11_language_model",
-        "(64 of the 317 such queries below)",
-        "317",
-        0,
-        r"2 or 3 back: [\d.]+ \((\d+) queries, \d+ of them a space or line break\)",
-    ),
     # review r11zh: paired differences with their standard errors throughout (the notebook's
     # `paired` helper), the sign test where no pairing was recorded, the schedules
     (
@@ -7556,7 +7542,7 @@ def test_11_l2h2_and_l2h3_clear_the_margin_least():
     assert set(low[:2]) == {"L2 H2", "L2 H3"}, margins
     assert all(ABOVE_BASELINE < margins[h] < ABOVE_BASELINE + 0.03 for h in low[:2])
     assert all(margins[h] > 2 * ABOVE_BASELINE for h in low[2:])
-    assert "L2 H2 and L2 H3 clear the 0.05 margin below only just" in md
+    assert "L2 H2 and L2 H3 clear the 0.05 margin only just" in md
 
 
 def test_11_induction_score_counts_the_query_after_a_doubled_letter_section_4_does_not():

@@ -116,8 +116,8 @@ def train_live(steps: int | None = None, progress: TextIO | None = sys.stdout) -
             run.final_train_losses = window_losses(model, train_windows).tolist()
         if progress is not None:
             print(
-                f"step {step:>3}/{last}: train {train_losses[step]:.3f} held-out "
-                f"{_eval_loss(model, held_out_windows):.3f} nats/char "
+                f"step {step:>3}/{last}: train {train_losses[step]:.2f} held-out "
+                f"{_eval_loss(model, held_out_windows):.2f} nats/char "
                 f"({time.perf_counter() - start:.0f} s)",
                 file=progress,
             )

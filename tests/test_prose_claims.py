@@ -4864,20 +4864,6 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "Only 3 of the 8 passages have a speaker line",
-        "3",
-        0,
-        r"passages +(?:\d+ +){4}(\d+) +\d+ +\(with targets\)",
-    ),
-    (
-        "11_language_model",
-        "Only 3 of the 8 passages have a speaker line",
-        "8",
-        0,
-        r"passages +(\d+) ",
-    ),
-    (
-        "11_language_model",
         "so the next cell scores 29",
         "29",
         0,
@@ -5123,13 +5109,6 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "worse than the first on 10 of 12",
-        "10",
-        0,
-        r"plain windows: the second copy costs more on (\d+) of 12 passages",
-    ),
-    (
-        "11_language_model",
         "passages (sign test p = 0.04, a weak result",
         "0.04",
         2,
@@ -5253,13 +5232,6 @@ CLAIMS = [
         "16",
         0,
         r"looping text \(seed \d+\): .* \((\d+) characters\)",
-    ),
-    (
-        "11_language_model",
-        "and a line break, 10 times over",
-        "10",
-        0,
-        r"looping text \(seed \d+\): .* characters\) ([\d.]+) times",
     ),
     (
         "11_language_model",

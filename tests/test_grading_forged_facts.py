@@ -29,14 +29,15 @@ IMPORTS = "import torch\nfrom torch import nn\nfrom attn_course.grading import c
 
 def patched(edit: str) -> str:
     """A cell that patches the agent's ``call`` to edit every reply (``r``) before it goes."""
-    return (
+    return (  # a closure, so that two patches stack
         "import attn_course.grading.kernel.agent as agent\n"
-        "_call = agent.call\n"
-        "def call(*args, **kwargs):\n"
-        "    r = _call(*args, **kwargs)\n"
-        f"    {edit}\n"
-        "    return r\n"
-        "agent.call = call"
+        "def _patch(_call):\n"
+        "    def call(*args, **kwargs):\n"
+        "        r = _call(*args, **kwargs)\n"
+        f"        {edit}\n"
+        "        return r\n"
+        "    return call\n"
+        "agent.call = _patch(agent.call)"
     )
 
 
@@ -93,6 +94,13 @@ SCORES_BY_HAND = (
     "        return self.out_proj(context.transpose(1, 2).contiguous().view(b, n, self.d_out))"
 )
 
+# A mask cached once and hidden on its diagonal too: wrong values, whatever the facts say.
+CACHED_DIAGONAL_MASK = (
+    "CACHE2 = torch.ones(2048, 2048, dtype=torch.bool).triu(0)\n"
+    "def causal_mask(num_tokens):\n"
+    "    return CACHE2[:num_tokens, :num_tokens]"
+)
+
 # student -> (notebook, the check it must fail, its cells)
 ATTACKS = {
     "no_storage": (
@@ -118,6 +126,10 @@ ATTACKS = {
             patched('r.pop("mixed_devices", None)'),
             cpu_mask_attention(False),
             'check("causal_attention", CausalAttention)',
+            # a second attack in the same kernel: the storage forged, the values wrong
+            patched('r.update(storage=id(r)) if "storage" in r else None'),
+            CACHED_DIAGONAL_MASK,
+            'check("causal_mask", causal_mask)',
         ],
     ),
     "forged_largest": (
@@ -167,3 +179,12 @@ def test_a_dropped_or_forged_fact_earns_nothing(reports, student):
         "forged_sdpa_calls": "memory grew",
     }[student]
     assert expected in result["message"], result
+
+
+def test_a_forged_fact_does_not_pass_wrong_values(reports):
+    """README: forging ``storage`` passes the one-memory requirement and nothing else; a
+    cached mask that also hides the diagonal fails on its values."""
+    (report,) = reports["no_devices"]["notebooks"]
+    (result,) = [c for c in report["checks"] if c["id"] == "causal_mask"]
+    assert result["status"] == "failed", result
+    assert "off by one" in result["message"], result

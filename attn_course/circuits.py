@@ -36,6 +36,7 @@ __all__ = [
     "head_matrices",
     "ov_circuit",
     "k_composition_qk_circuit",
+    "q_composition_qk_circuit",
     "diagonal_top1",
     "COMPOSITIONS",
     "composition_score",
@@ -89,12 +90,32 @@ def k_composition_qk_circuit(
     reading a previous-token head, p is the key's previous token, and the largest score of
     row q should sit at p = q: "attend where the previous token was me".
     """
+    return _qk_circuit_through(model, head, source, "keys")
+
+
+def q_composition_qk_circuit(
+    model: TinyTransformer, head: tuple[int, int], source: tuple[int, int]
+) -> torch.Tensor:
+    """(vocab, vocab) QK circuit of ``head`` whose queries read what ``source`` wrote.
+
+    The control for ``k_composition_qk_circuit``, the writer moved to the other side. Entry
+    [p, k]: the score a query position where ``source`` moved token p gives a key holding token
+    k: (W_Q (W_O W_V)_source W_E)ᵀ (W_K W_E).
+    """
+    return _qk_circuit_through(model, head, source, "queries")
+
+
+def _qk_circuit_through(
+    model: TinyTransformer, head: tuple[int, int], source: tuple[int, int], side: str
+) -> torch.Tensor:
+    """(vocab, vocab) QK circuit of ``head`` with ``source``'s output on one ``side``."""
     if source[0] >= head[0]:
         raise ValueError(f"the source head {source} must sit in an earlier layer than {head}.")
     m, s = head_matrices(model, *head), head_matrices(model, *source)
     W_E = model.tok_emb.weight.detach().T  # (d_model, vocab)
-    queries = m["W_Q"] @ W_E  # (head_dim, vocab)
-    keys = m["W_K"] @ s["W_O"] @ s["W_V"] @ W_E  # (head_dim, vocab)
+    written = s["W_O"] @ s["W_V"] @ W_E  # (d_model, vocab): what ``source`` moves
+    queries = m["W_Q"] @ (written if side == "queries" else W_E)  # (head_dim, vocab)
+    keys = m["W_K"] @ (written if side == "keys" else W_E)  # (head_dim, vocab)
     return queries.T @ keys  # (vocab, vocab)
 
 

@@ -15,6 +15,7 @@ from attn_course.circuits import (
     mean_ablated,
     ov_circuit,
     patched,
+    q_composition_qk_circuit,
     random_composition_scores,
 )
 from attn_course.model import ModelConfig, TinyTransformer, ablated
@@ -58,9 +59,27 @@ def test_k_composition_qk_circuit_is_the_score_of_a_key_holding_the_writers_outp
             assert table[q, p].item() == pytest.approx((query @ key).item(), abs=1e-5)
 
 
+@torch.no_grad()
+def test_q_composition_qk_circuit_is_the_score_of_a_query_holding_the_writers_output():
+    model = small_model(1)
+    reader, writer = model.layers[1], model.layers[0]
+    table = q_composition_qk_circuit(model, (1, 0), (0, 1))
+    assert not torch.allclose(table, k_composition_qk_circuit(model, (1, 0), (0, 1)), atol=1e-3)
+    for p in range(9):
+        for k in range(9):
+            v = writer.W_value(model.tok_emb.weight[p]).clone()
+            v[: writer.head_dim] = 0.0  # writer head 1 only
+            query_stream = writer.out_proj.weight @ v
+            query = reader.W_query(query_stream)[: reader.head_dim]  # head 0
+            key = reader.W_key(model.tok_emb.weight[k])[: reader.head_dim]
+            assert table[p, k].item() == pytest.approx((query @ key).item(), abs=1e-5)
+
+
 def test_k_composition_needs_an_earlier_source():
     with pytest.raises(ValueError, match="earlier layer"):
         k_composition_qk_circuit(small_model(), (1, 0), (1, 1))
+    with pytest.raises(ValueError, match="earlier layer"):
+        q_composition_qk_circuit(small_model(), (1, 0), (1, 1))
 
 
 def test_shipped_induction_heads_copy_and_match_previous_tokens(induction_model):
@@ -69,6 +88,17 @@ def test_shipped_induction_heads_copy_and_match_previous_tokens(induction_model)
         assert diagonal_top1(k_composition_qk_circuit(induction_model, (1, head), (0, 3))) == 1.0
     untrained = small_model(vocab_size=32)  # not trained: about chance, 1/32 per row
     assert diagonal_top1(ov_circuit(untrained, 1, 0)) < 0.3
+
+
+def test_shipped_prefix_matching_is_l0_h3_in_the_keys_not_the_queries(induction_model):
+    """Lecture 08's controls: the 100% needs L0 H3's output in the keys; in the queries, or
+    another layer-0 head in the keys, the diagonal wins far less often (chance 1/32)."""
+    for head in range(4):
+        assert diagonal_top1(k_composition_qk_circuit(induction_model, (1, head), (0, 3))) == 1.0
+        assert diagonal_top1(q_composition_qk_circuit(induction_model, (1, head), (0, 3))) < 0.1
+        for writer in range(3):
+            table = k_composition_qk_circuit(induction_model, (1, head), (0, writer))
+            assert diagonal_top1(table) < 0.7
 
 
 def test_diagonal_top1_counts_rows_won_by_their_own_token():

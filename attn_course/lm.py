@@ -53,6 +53,8 @@ __all__ = [
     "held_out_passages",
     "RepeatSummary",
     "repeat_summary",
+    "SHIPPED_RECORDING",
+    "shipped_recording",
     "PLAIN_RECORDING",
     "plain_recording",
     "write_plain_recording",
@@ -117,7 +119,7 @@ class LMTrainConfig:
 
 
 LM_CONFIGS: dict[str, LMTrainConfig] = {
-    # the shipped model (8 CPU-minutes on one core here: benchmarks/shakespeare_run.json)
+    # the shipped model (8 CPU-minutes on one core here: recordings/shakespeare_run.json)
     "default": LMTrainConfig(),
     # trains live in a notebook in under a minute (21 CPU-s here): the loss falls from 4.3 to
     # about 2.1 nats/char and the samples turn from noise into words
@@ -527,6 +529,19 @@ def repeat_summary(model: GPTModel, num: int = 12, length: int = 64) -> RepeatSu
         length=length,
         induction=torch.stack([t.induction for t in tests]).mean(dim=0),
     )
+
+
+# The run that made the shipped weights: its command, machine, times, config, held-out curve
+# and the weights' sha256 (benchmarks/bench_training.py prints it).
+SHIPPED_RECORDING = "shakespeare_run.json"
+
+
+def shipped_recording() -> dict:
+    """The stored record ``recordings/shakespeare_run.json`` of the run that made the shipped
+    weights (``pretrained_lm``): ``command``, ``machine``, ``wall_s``, ``cpu_s``, ``threads``,
+    ``config``, ``curve`` (step, train loss, held-out loss) and ``weights`` with their sha256."""
+    path = resources.files("attn_course") / "recordings" / SHIPPED_RECORDING
+    return json.loads(path.read_text())
 
 
 # The repeat test of a model trained with ``--repeat-share 0`` (plain windows only), stored

@@ -7,7 +7,8 @@ at least 99 % (induction: on the repeated half, the only scored positions). The 
 variants have no accuracy target.
 
 Shakespeare (`train shakespeare`, lectures 09-11): prints the recorded run that made the
-shipped weights (benchmarks/shakespeare_run.json: wall and CPU time, load average, its curve),
+shipped weights (`lm.shipped_recording()`, attn_course/recordings/shakespeare_run.json: wall and
+CPU time, load average, its curve),
 then measures the shipped model now: the held-out loss on the 3 held-out plays (target
 <= 1.65 nats per character), the real-word fraction of text sampled at temperature 0.8
 (target >= 85 %), the weights file's size (target <= 5 MB), and in-context learning: the loss
@@ -26,12 +27,10 @@ Run: .venv/bin/python benchmarks/bench_training.py [--threads N] [--shakespeare-
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from importlib import resources
-from pathlib import Path
 
 import torch
 
@@ -44,6 +43,7 @@ from attn_course.lm import (
     print_gqa_table,
     repeat_test,
     sample,
+    shipped_recording,
     train_lm,
     training_words,
 )
@@ -54,7 +54,6 @@ TIME_BUDGET_S = 60.0
 ACCURACY_TARGET = 0.99
 TRAPS = ("induction-fixed", "induction-colliding")
 LM_LOSS_TARGET, LM_WORDS_TARGET, LM_MINUTES, LM_MB = 1.65, 0.85, 20.0, 5.0
-RUN_RECORD = Path(__file__).with_name("shakespeare_run.json")
 PROMPTS = ("ROMEO:\n", "KING HENRY V:\n", "First Citizen:\n".upper(), "HAMLET:\nTo be")
 
 
@@ -84,7 +83,7 @@ def verdict(ok: bool) -> str:
 
 
 def bench_shakespeare(retrain: bool, small: bool, gqa: bool) -> None:
-    record = json.loads(RUN_RECORD.read_text())
+    record = shipped_recording()
     print(f"\nshakespeare, the recorded run: {record['command']}")
     print(f"  config {record['config']}")
     print(

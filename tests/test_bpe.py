@@ -24,6 +24,13 @@ def test_pretokenize_cuts_words_with_their_space_and_loses_nothing():
     assert "".join(chunks) == text
 
 
+def test_a_space_joins_the_punctuation_run_after_it_never_the_one_before():
+    """Lecture 11: a space merges only with the word, or the run of punctuation, right after it."""
+    assert pretokenize("word, -- and 'tis") == ["word", ",", " --", " and", " '", "tis"]
+    merges = learn_merges("a -- b -- c --", 10)
+    assert (" ", "-") in merges and not any(second == " " for _, second in merges)
+
+
 def test_merges_learned_on_a_text_worked_by_hand():
     # Chunks "ab", " ab", " ab", " abc": (a, b) occurs 4 times, then (" ", ab) 3 times,
     # then (" ab", c) once.

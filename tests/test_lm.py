@@ -30,6 +30,7 @@ from attn_course.lm import (
     repeat_summary,
     repeat_test,
     resolve_device,
+    shipped_recording,
     tokenizer,
     train_lm,
     training_words,
@@ -397,6 +398,14 @@ def test_the_plain_recording_says_how_it_was_made():
     line = record["repeat_test"]
     assert line["num"] == 12 and line["length"] == 64 and len(line["best_head"]) == 2
     assert 0 <= line["best_induction"] <= 1 and line["first"] > 0 and line["second"] > 0
+
+
+def test_the_shipped_recording_loads_from_any_working_directory(tmp_path, monkeypatch):
+    """Lecture 11 reads the shipped run's record through the package, not a relative path."""
+    monkeypatch.chdir(tmp_path)
+    record = shipped_recording()
+    assert record["config"]["steps"] == LM_CONFIGS["default"].steps
+    assert record["curve"][-1][0] == LM_CONFIGS["default"].steps and record["wall_s"] > 0
 
 
 def test_a_stopped_run_is_the_first_steps_of_the_whole_run():

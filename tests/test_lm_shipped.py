@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from importlib import resources
@@ -22,14 +21,15 @@ from attn_course.lm import (
     held_out_passages,
     pretrained_lm,
     repeat_test,
+    shipped_recording,
 )
 
 WEIGHTS = resources.files("attn_course") / "weights" / "shakespeare.pt"
 
 
 def test_the_shipped_file_is_the_one_the_run_record_describes():
-    """benchmarks/shakespeare_run.json records the run that made the weights and their sha256."""
-    record = json.loads((ROOT / "benchmarks" / "shakespeare_run.json").read_text())
+    """recordings/shakespeare_run.json records the run that made the weights and their sha256."""
+    record = shipped_recording()
     with resources.as_file(WEIGHTS) as path:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert record["weights"]["sha256"] == digest, "retrained? record the new run and its sha256"

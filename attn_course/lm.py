@@ -9,7 +9,8 @@ model's induction heads grow on them, ``repeat_test`` measures them); at step 0 
 ``--checkpoint FILE`` saves the model, the optimiser and the data stream's state every
 ``eval_every`` steps, and ``--resume`` continues from it. ``pretrained_lm()`` is the shipped
 model, ``evaluate_text`` its loss on any text, ``repeat_summary`` its repeat test, and
-``pool_kv_heads`` turns it into a grouped-query model by averaging key/value heads.
+``pool_kv_heads`` turns it into a grouped-query model by averaging key/value heads
+(``permute_heads`` first, to choose which heads share one).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ __all__ = [
     "sample",
     "training_words",
     "pool_kv_heads",
+    "permute_heads",
     "gqa_table",
     "print_gqa_table",
     "UPTRAIN",
@@ -649,6 +651,36 @@ def pool_kv_heads(model: GPTModel, num_kv_groups: int) -> GPTModel:
         state[name] = value
     pooled.load_state_dict(state)
     return pooled.eval()
+
+
+def permute_heads(model: GPTModel, order: list[int]) -> GPTModel:
+    """A copy of a multi-head ``model`` whose head ``i`` is ``model``'s head ``order[i]``.
+
+    The query, key and value rows of each head and its columns of ``out_proj`` move together,
+    so the copy computes the same function; ``pool_kv_heads`` of it then pools the heads
+    ``order[g * group_size : (g + 1) * group_size]`` into key/value head ``g``.
+    """
+    cfg = model.cfg
+    if cfg.num_kv_groups not in (None, cfg.num_heads):
+        raise ValueError(
+            "permute_heads takes a multi-head model, not a grouped one "
+            f"(num_kv_groups={cfg.num_kv_groups})."
+        )
+    if sorted(order) != list(range(cfg.num_heads)):
+        raise ValueError(f"order={order} is not a permutation of the {cfg.num_heads} heads.")
+    head_dim = cfg.d_model // cfg.num_heads
+    # the rows (of W_query, W_key, W_value) or columns (of out_proj) of head order[i], i = 0, 1, ...
+    index = torch.cat([torch.arange(h * head_dim, (h + 1) * head_dim) for h in order])
+    state = {}
+    for name, value in model.state_dict().items():
+        if re.search(r"\.att\.W_(query|key|value)\.", name):
+            value = value[index]  # (num_heads * head_dim, ...): heads reordered
+        elif re.search(r"\.att\.out_proj\.weight", name):
+            value = value[:, index]  # (d_model, num_heads * head_dim): heads reordered
+        state[name] = value
+    permuted = GPTModel(cfg)
+    permuted.load_state_dict(state)
+    return permuted.eval()
 
 
 # Ainslie et al. uptrain the pooled model for 5 % of the original steps; 130 = 5 % of 2,600.

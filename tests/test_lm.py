@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import math
 from dataclasses import replace
@@ -25,6 +26,7 @@ from attn_course.lm import (
     eval_windows,
     evaluate_text,
     held_out_passages,
+    permute_heads,
     plain_recording,
     pool_kv_heads,
     repeat_summary,
@@ -332,6 +334,42 @@ def test_pooling_averages_the_groups_key_weights():
     torch.testing.assert_close(pooled.trf_blocks[1].att.W_value.weight, heads.mean(dim=0))
     with pytest.raises(ValueError, match="num_kv_groups=3"):
         pool_kv_heads(model, 3)
+
+
+def _pair_means(model: GPTModel, pairs: list[tuple[int, int]]) -> GPTModel:
+    """A multi-head copy of ``model`` whose heads read, each, their pair's mean key/value head."""
+    means = copy.deepcopy(model)
+    with torch.no_grad():
+        for block in means.trf_blocks:
+            for linear in (block.att.W_key, block.att.W_value):
+                heads = linear.weight.view(4, 4, 16)  # (num_heads, head_dim, d_in)
+                for pair in pairs:
+                    heads[list(pair)] = heads[list(pair)].mean(dim=0)
+    return means
+
+
+@pytest.mark.parametrize(
+    ("order", "pairs"),
+    [([0, 1, 2, 3], [(0, 1), (2, 3)]), ([0, 3, 1, 2], [(0, 3), (1, 2)])],
+)
+def test_pooling_two_groups_shares_a_kv_head_between_adjacent_reordered_heads(order, pairs):
+    """Query head h reads pooled key/value head h // group_size (heads 0, 1 and 2, 3), not
+    h % num_kv_groups (0, 2 and 1, 3); after ``permute_heads(model, order)`` the pairs are
+    order[0:2] and order[2:4] (the inverse reading of [0, 3, 1, 2] would pair 0, 2 and 3, 1)."""
+    model, ids = _model(5), torch.randint(0, 75, (2, 20))
+    reordered = permute_heads(model, order)
+    torch.testing.assert_close(reordered(ids), model(ids))  # the same model, heads renamed
+    pooled = pool_kv_heads(reordered, 2)
+    torch.testing.assert_close(pooled(ids), _pair_means(model, pairs)(ids))
+    other = [(0, 2), (1, 3)]  # the pairing of the reversed readings
+    assert not torch.allclose(pooled(ids), _pair_means(model, other)(ids), atol=1e-3)
+
+
+def test_permute_heads_refuses_a_grouped_model_and_a_wrong_order():
+    with pytest.raises(ValueError, match="not a permutation of the 4 heads"):
+        permute_heads(_model(), [0, 1, 1, 2])
+    with pytest.raises(ValueError, match="num_kv_groups=2"):
+        permute_heads(pool_kv_heads(_model(), 2), [0, 1, 2, 3])
 
 
 def test_training_words_are_the_training_plays_words():

@@ -915,8 +915,9 @@ def test_weight_split_masks_before_it_scales_by_sqrt_head_dim_and_the_order_chan
 
 @pytest.mark.skipif(torch.__version__.split("+")[0] != "2.13.0", reason="the pinned PyTorch only")
 def test_each_addmm_fills_its_whole_output_with_the_bias():
-    """03: outside a clone, each addmm's copy_ writes its whole (b * num_tokens, d_out) output:
-    out_proj's alone with qkv_bias=False, every projection's with qkv_bias=True."""
+    """tiled.layout_copies' docstring: outside a clone, each addmm's copy_ writes its whole
+    (b * num_tokens, d_out) output: out_proj's alone with qkv_bias=False, every projection's
+    with qkv_bias=True. Such copy_ calls are not clones, so layout_copies leaves them out."""
     from attn_course.tiled import _profiled_events
 
     x = torch.randn(2, 5, 6)
@@ -934,3 +935,73 @@ def test_each_addmm_fills_its_whole_output_with_the_bias():
             and e.cpu_parent.name == "aten::addmm"
         ]
         assert fills == [(10, 6)] * addmms
+
+
+def test_bmm_takes_rows_or_columns_as_they_are_and_copies_another_layout():
+    """03, "What copies": bmm takes a matrix stored by rows or by columns (one of its last two
+    strides 1) without a copy; a layout with neither stride 1 it copies, matrix by matrix.
+    (10, 8) @ (8, 10) is large enough that bmm does not use its plain loop for tiny products."""
+    from attn_course.tiled import layout_copies
+
+    torch.manual_seed(0)
+    other = torch.randn(4, 8, 10)
+    by_rows = torch.randn(4, 10, 8)
+    by_columns = torch.randn(4, 8, 10).transpose(1, 2)  # (4, 10, 8), strides (80, 1, 10)
+    odd = torch.randn(4, 20, 24)[:, ::2, ::3]  # (4, 10, 8), strides (480, 48, 3)
+    assert by_columns.stride()[1:] == (1, 10) and odd.stride() == (480, 48, 3)
+    assert layout_copies(torch.bmm, by_rows, other) == []
+    assert layout_copies(torch.bmm, by_columns, other) == []
+    assert layout_copies(torch.bmm, odd, other) == [("aten::bmm", (10, 8))] * 4
+
+
+def test_split_on_distinct_sizes_hands_head_h_its_block_of_features():
+    """03, shapes on sizes that all differ (b=2, num_tokens=5, d_in=4, num_heads=3, head_dim=2):
+    after view + transpose, head h of token t holds features h*head_dim:(h+1)*head_dim of token
+    t. The no-transpose view has the same shape and other numbers, and the module's weights are
+    those of the block split, not of the no-transpose reading."""
+    b, num_tokens, d_in, num_heads, head_dim = 2, 5, 4, 3, 2
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_in, num_heads * head_dim, num_tokens, 0.0, num_heads=num_heads)
+    x = torch.randn(b, num_tokens, d_in)
+    with torch.no_grad():
+        mha(x)
+        q, k = mha.W_query(x), mha.W_key(x)  # (b, num_tokens, d_out)
+    grouped = q.view(b, num_tokens, num_heads, head_dim).transpose(1, 2)
+    no_transpose = q.view(b, num_heads, num_tokens, head_dim)
+    assert grouped.shape == no_transpose.shape == (2, 3, 5, 2)
+    for h in range(num_heads):
+        block = q[:, :, h * head_dim : (h + 1) * head_dim]  # (b, num_tokens, head_dim)
+        assert torch.equal(grouped[:, h], block)
+        assert not torch.equal(no_transpose[:, h], block)
+
+    def weights(queries, keys):  # (b, num_heads, num_tokens, head_dim) each
+        scores = queries @ keys.transpose(2, 3) / head_dim**0.5
+        return torch.softmax(scores.masked_fill(causal_mask(num_tokens), -torch.inf), dim=-1)
+
+    def by_blocks(t):
+        return t.view(b, num_tokens, num_heads, head_dim).transpose(1, 2)
+
+    def no_transposes(t):
+        return t.view(b, num_heads, num_tokens, head_dim)
+
+    assert torch.allclose(mha.attn_weights, weights(by_blocks(q), by_blocks(k)), atol=1e-6)
+    wrong = weights(no_transposes(q), no_transposes(k))
+    assert not torch.allclose(mha.attn_weights, wrong, atol=1e-3)
+
+
+def test_parameter_counts_tell_d_in_from_d_out_and_qkv_bias_adds_3_d_out():
+    """03, section 5: with qkv_bias=False the wrapper has num_heads * 3 * d_in * head_dim
+    parameters and MultiHeadAttention adds out_proj's d_out * d_out + d_out; qkv_bias=True adds
+    3 * d_out to both. On d_in = 3, d_out = 4 the swapped formula (d_in x d_in out_proj) fails."""
+    from attn_course.blocks import count_parameters
+
+    for d_in, num_heads, head_dim in ((3, 2, 2), (5, 3, 4), (6, 2, 3)):
+        d_out = num_heads * head_dim
+        for bias in (False, True):
+            wrapper = MultiHeadAttentionWrapper(d_in, head_dim, 4, 0.0, num_heads, qkv_bias=bias)
+            split = MultiHeadAttention(d_in, d_out, 4, 0.0, num_heads, qkv_bias=bias)
+            extra = 3 * d_out if bias else 0
+            assert count_parameters(wrapper) == num_heads * 3 * d_in * head_dim + extra
+            assert count_parameters(split) == 3 * d_in * d_out + d_out * d_out + d_out + extra
+    small = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
+    assert count_parameters(small) == 56 != 3 * 3 * 4 + 3 * 3 + 3

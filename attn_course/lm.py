@@ -59,6 +59,7 @@ __all__ = [
     "PLAIN_RECORDING",
     "plain_recording",
     "write_plain_recording",
+    "copy_counts",
     "copy_rate",
     "save_lm",
     "load_lm",
@@ -594,14 +595,15 @@ def write_plain_recording(weights: str | Path, provenance: dict, path: Path | No
     return record
 
 
-def copy_rate(windows: Iterable[str], match: int) -> tuple[float, float]:
-    """How often copying could help inside a window, and how often it would be right.
+def copy_counts(windows: Iterable[str], match: int) -> tuple[int, int, int]:
+    """How often copying could help inside a window, and how often it would be right: counts.
 
     For each character t of each window (t >= ``match``, and t not the last), look for the
     ``match`` characters ending at t earlier in the window (the first occurrence that ends
-    before t). Returns two shares of those characters: the ones with such an earlier
-    occurrence (copyable), and the ones whose NEXT character equals the character that
-    FOLLOWED the earlier occurrence (where copying it, as an induction head does, is right).
+    before t). Returns three counts: the characters with such an earlier occurrence
+    (copyable), those whose NEXT character equals the character that FOLLOWED the earlier
+    occurrence (where copying it, as an induction head does, is right), and all the
+    characters looked at (t = ``match`` to len(window) - 2 of each window).
     """
     if match < 1:
         raise ValueError(f"match={match} must be at least 1 character.")
@@ -613,6 +615,12 @@ def copy_rate(windows: Iterable[str], match: int) -> tuple[float, float]:
             if earlier >= 0:
                 copyable += 1
                 right += window[earlier + match] == window[t + 1]
+    return copyable, right, total
+
+
+def copy_rate(windows: Iterable[str], match: int) -> tuple[float, float]:
+    """``copy_counts``' copyable and right counts as shares of the characters looked at."""
+    copyable, right, total = copy_counts(windows, match)
     if total == 0:
         raise ValueError(f"no window is longer than match + 1 = {match + 1} characters.")
     return copyable / total, right / total

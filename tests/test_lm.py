@@ -24,6 +24,7 @@ from attn_course.lm import (
     _eval_loss,
     _token_data,
     _windows,
+    copy_counts,
     copy_rate,
     eval_windows,
     evaluate_text,
@@ -417,6 +418,18 @@ def test_copy_rate_counts_the_character_after_the_earlier_occurrence():
     assert copy_rate(["abcXabcX"], 4)[0] == 0.0
     with pytest.raises(ValueError, match="match"):
         copy_rate(["abc"], 0)
+
+
+def test_copy_counts_are_the_counts_behind_copy_rate():
+    # "abcXabcX", match 3: t = 3, 4, 5, 6 looked at; t = 6 copyable and right
+    assert copy_counts(["abcXabcX"], 3) == (1, 1, 4)
+    assert copy_counts(["abcXabcY"], 3) == (1, 0, 4)  # copyable, not right
+    # two windows add up: 4 + 4 positions, and the shares are the counts over the total
+    assert copy_counts(["abcXabcX", "abcXabcY"], 3) == (2, 1, 8)
+    assert copy_rate(["abcXabcX", "abcXabcY"], 3) == (2 / 8, 1 / 8)
+    assert copy_counts(["ab"], 3) == (0, 0, 0)  # too short: nothing looked at
+    with pytest.raises(ValueError, match="match"):
+        copy_counts(["abc"], 0)
 
 
 def test_repeat_summary_averages_repeat_test_over_held_out_passages():

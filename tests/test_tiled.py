@@ -422,3 +422,23 @@ def test_log_sum_exp_is_m_plus_log_s_after_the_last_key_block():
     assert not torch.allclose(lse.squeeze(-1), torch.logsumexp(scores, dim=-2)[..., :5])
     torch.testing.assert_close(torch.exp(scores - lse), torch.softmax(scores, dim=-1))
     torch.testing.assert_close(acc / s, torch.exp(scores - lse) @ v)
+
+
+def test_causal_lower_right_is_the_courses_bottom_right_mask():
+    """10 §2: PyTorch's ``torch.nn.attention.bias.causal_lower_right(num_queries, num_keys)``
+    aligns bottom-right like ``tiled_attention``: its allowed entries are the complement of the
+    course's hidden ones (the last ``num_queries`` rows of the causal mask), not the top-left
+    ``is_causal=True`` mask, which differs whenever there are fewer queries than keys."""
+    from torch.nn.attention.bias import causal_lower_right, causal_upper_left
+
+    for num_queries, num_keys in ((10, 23), (1, 5), (7, 7)):
+        allowed = causal_lower_right(num_queries, num_keys)._materialize(torch.device("cpu"))
+        hidden = causal_mask(num_keys)[-num_queries:]  # True = hidden, bottom-right
+        assert torch.equal(allowed, ~hidden)
+        top_left = causal_upper_left(num_queries, num_keys)._materialize(torch.device("cpu"))
+        assert torch.equal(top_left, allowed) == (num_queries == num_keys)
+        q, k, v = torch.randn(num_queries, 8), torch.randn(num_keys, 8), torch.randn(num_keys, 8)
+        got = F.scaled_dot_product_attention(
+            q[None], k[None], v[None], attn_mask=causal_lower_right(num_queries, num_keys)
+        )[0]
+        torch.testing.assert_close(got, tiled_attention(q, k, v, causal=True, block_size=4))

@@ -64,6 +64,7 @@ __all__ = [
     "save_lm",
     "load_lm",
     "pretrained_lm",
+    "plain_lm",
     "sample",
     "training_words",
     "pool_kv_heads",
@@ -397,14 +398,23 @@ def load_lm(path: str | Path) -> GPTModel:
 
 def pretrained_lm() -> GPTModel:
     """The course's shipped Shakespeare model (trained by ``train shakespeare``)."""
-    with resources.as_file(resources.files("attn_course") / "weights" / "shakespeare.pt") as p:
-        return load_lm(p)
+    return _shipped_lm("shakespeare.pt")
+
+
+def plain_lm() -> GPTModel:
+    """The shipped model trained on plain windows only (``--repeat-share 0``, otherwise as
+    ``pretrained_lm``): lecture 11's control; ``plain_recording`` says how it was made."""
+    return _shipped_lm(plain_recording()["weights"]["file"])
+
+
+def _shipped_lm(name: str) -> GPTModel:
+    with resources.as_file(resources.files("attn_course") / "weights" / name) as path:
+        return load_lm(path)
 
 
 # ---- measuring --------------------------------------------------------------------------------
 
 
-@torch.no_grad()
 @torch.no_grad()
 def evaluate_text(model: GPTModel, text: str, batch_size: int = 64) -> float:
     """Mean loss in nats per character of ``text`` under ``model``.
@@ -547,8 +557,8 @@ def shipped_recording() -> dict:
     return json.loads(path.read_text())
 
 
-# The repeat test of a model trained with ``--repeat-share 0`` (plain windows only), stored
-# with how it was made; its weights do not ship (the numbers are what lecture 11 needs).
+# How the model trained with ``--repeat-share 0`` (plain windows only) was made, with its
+# repeat test as measured then; its weights ship (``plain_lm``), so that test can be re-run.
 PLAIN_RECORDING = "shakespeare_plain.json"
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import math
 from dataclasses import replace
+from importlib import resources
 
 import pytest
 import torch
@@ -28,6 +30,7 @@ from attn_course.lm import (
     evaluate_text,
     held_out_passages,
     permute_heads,
+    plain_lm,
     plain_recording,
     pool_kv_heads,
     repeat_summary,
@@ -449,6 +452,21 @@ def test_the_plain_recording_says_how_it_was_made():
     line = record["repeat_test"]
     assert line["num"] == 12 and line["length"] == 64 and len(line["best_head"]) == 2
     assert 0 <= line["best_induction"] <= 1 and line["first"] > 0 and line["second"] > 0
+
+
+@pytest.mark.slow  # the repeat test of a 4-layer model on 12 passages
+def test_the_shipped_plain_weights_are_the_recorded_model():
+    """``plain_lm`` loads the file whose sha256 the recording names, and that file gives the
+    repeat test the recording stored when it was trained."""
+    weights = plain_recording()["weights"]
+    path = resources.files("attn_course") / "weights" / weights["file"]
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == weights["sha256"]
+    summary, recorded = repeat_summary(plain_lm()), plain_recording()["repeat_test"]
+    assert (summary.lower, list(summary.best[:2])) == (recorded["lower"], recorded["best_head"])
+    assert summary.first == pytest.approx(recorded["first"], abs=2e-4)
+    assert summary.second == pytest.approx(recorded["second"], abs=2e-4)
+    flat = summary.induction.flatten().tolist()
+    assert flat == pytest.approx(sum(recorded["induction"], []), abs=2e-4)
 
 
 def test_the_shipped_recording_loads_from_any_working_directory(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from attn_course.head_scores import head_scores, offset_weight_by_row
+from attn_course.lm import plain_recording
 from attn_course.model import ablated
 from attn_course.tasks import TASKS
 from attn_course.training import evaluate, pretrained
@@ -17,10 +18,11 @@ WEIGHTS = resources.files("attn_course") / "weights"
 
 def test_one_small_file_per_task_and_the_language_model():
     files = {p.name: p for p in WEIGHTS.iterdir() if p.name.endswith(".pt")}
-    assert set(files) == {f"{name}.pt" for name in TASKS} | {"shakespeare.pt"}
-    lm = files.pop("shakespeare.pt")
+    language_models = {"shakespeare.pt", plain_recording()["weights"]["file"]}
+    assert set(files) == {f"{name}.pt" for name in TASKS} | language_models
+    for name in language_models:
+        assert files.pop(name).stat().st_size <= 5 * 1000 * 1000
     assert sum(p.stat().st_size for p in files.values()) <= 2 * 1024 * 1024
-    assert lm.stat().st_size <= 5 * 1000 * 1000
 
 
 def test_files_hold_only_tensors_and_plain_values():

@@ -1762,6 +1762,20 @@ CLAIMS = [
     ),
     (
         "05_transformer_blocks",
+        "are small (std 0.12 and 0.24)",
+        "0.12",
+        2,
+        r"at initialisation: attention std ([\d.]+),",
+    ),
+    (
+        "05_transformer_blocks",
+        "are small (std 0.12 and 0.24)",
+        "0.24",
+        2,
+        r"at initialisation: .* feed-forward std ([\d.]+)\n",
+    ),
+    (
+        "05_transformer_blocks",
         "input (cosine 0.97)",
         "0.97",
         2,
@@ -1801,6 +1815,35 @@ CLAIMS = [
     ),
     ("05_transformer_blocks", "spacing near 65,504 is 32", "65504", 0, r"spacing near (\d+):"),
     ("05_transformer_blocks", "and -65,520, halfway", "-65520", 0, r"(-65520) in float16: -inf"),
+    # 05: two added finfo.min masks overflow only where both hide (left padding + causal)
+    (
+        "05_transformer_blocks",
+        "the cell both hide (query 0, key 1)",
+        "0",
+        0,
+        r"cells at -inf \(query, key\): \[\[(\d+), \d+\]\]\n",
+    ),
+    (
+        "05_transformer_blocks",
+        "the cell both hide (query 0, key 1)",
+        "1",
+        0,
+        r"cells at -inf \(query, key\): \[\[\d+, (\d+)\]\]\n",
+    ),
+    (
+        "05_transformer_blocks",
+        "then puts 0.67 on tokens 2 and 3",
+        "0.67",
+        2,
+        r"\non future real tokens 2, 3: ([\d.]+) and",
+    ),
+    (
+        "05_transformer_blocks",
+        "and row 1 0.50, and neither",
+        "0.50",
+        2,
+        r"\non future real tokens 2, 3: [\d.]+ and ([\d.]+)",
+    ),
     # 05 §6, RoPE: +3 and -3 differ for a random pair, agree for k = q
     (
         "05_transformer_blocks",
@@ -7447,6 +7490,69 @@ def test_05_memory_feeds_cross_attention_in_the_decoder_picture():
     assert all(line[bar] in "|v" for line in above[above.index(turn) + 1 :])
     caret = next(line for line in lines if "^ queries" in line).index("^")
     assert caret in cross
+
+
+def test_05_two_added_masks_overflow_where_both_hide_and_leak_to_the_future():
+    """05 §1: left padding (keys 0, 1) plus a causal mask, each added as 0 / finfo.min: only
+    query 0, key 1 (hidden by both) overflows to -inf, not key 0 of query 1; row 0 then spreads
+    1/3 over keys 0, 2, 3 (2/3 on the future real tokens), row 1 is uniform (1/2 on them), and
+    neither is NaN. The stored output prints exactly this."""
+    cells = nbformat.read(ROOT / "notebooks" / "05_transformer_blocks.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "then puts 0.67 on tokens 2 and 3"))
+    assert "two added masks, cells at -inf (query, key): [[0, 1]]\n" in text
+    assert "rows 0 and 1: tensor([[0.3333, 0.0000, 0.3333, 0.3333],\n" in text
+    assert "        [0.2500, 0.2500, 0.2500, 0.2500]])\n" in text
+    causal = torch.ones(4, 4, dtype=torch.bool).triu(diagonal=1)  # True = hidden (future key)
+    left_pad = torch.tensor([True, True, False, False])  # keys 0, 1 are padding
+    for dtype in (torch.float32, torch.float16):
+        low = torch.finfo(dtype).min
+        scores = torch.randn(4, 4, generator=torch.Generator().manual_seed(3)).to(dtype)
+        summed = (
+            scores
+            + torch.zeros(4, 4, dtype=dtype).masked_fill(causal, low)
+            + torch.zeros(4, dtype=dtype).masked_fill(left_pad, low)
+        )
+        assert (summed == -torch.inf).nonzero().tolist() == [[0, 1]], dtype
+        assert ((summed == -torch.inf) == (causal & left_pad)).all()
+        weights = torch.softmax(summed.float(), dim=-1)
+        assert not weights.isnan().any()
+        assert torch.allclose(weights[0], torch.tensor([1 / 3, 0, 1 / 3, 1 / 3]), atol=1e-3)
+        assert torch.allclose(weights[1], torch.full((4,), 0.25), atol=1e-3)
+
+
+def test_05_padding_mask_shields_real_tokens_not_padded_outputs():
+    """05 §7: with the (b, 1, 1, T) padding mask (padded keys hidden), other contents in the
+    padded positions leave the real tokens' outputs unchanged but change the padded ones; the
+    reversed reading (the mask hiding padded queries, (b, 1, T, 1)) and no mask let them
+    reach the real tokens. The stored output prints True / False / False."""
+    from attn_course.attention import padding_mask
+    from attn_course.blocks import MultiHeadSelfAttention
+
+    cells = nbformat.read(ROOT / "notebooks" / "05_transformer_blocks.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "Attention discards nothing"))
+    found = re.findall(
+        r"(real tokens|padded positions)' outputs +unchanged \(atol 1e-5\): (\w+)", text
+    )
+    assert found == [
+        ("real tokens", "True"),
+        ("padded positions", "False"),
+        ("real tokens", "False"),
+    ]
+    for seed in range(3):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            attention = MultiHeadSelfAttention(d_model=12, num_heads=2, dropout=0.0)
+            x = torch.randn(2, 5, 12)  # (b, T, d_model)
+            other = x.clone()
+            other[1, 3:] = 10 * torch.randn(2, 12)  # sequence 2's padded positions
+        keys_hidden = padding_mask([5, 3], 5)  # (b, 1, 1, T)
+        queries_hidden = keys_hidden.transpose(-1, -2).expand(2, 1, 5, 5)  # the reversed reading
+        for mask, real_kept in ((keys_hidden, True), (queries_hidden, False)):
+            out, out_other = (attention(h, mask=mask)[0] for h in (x, other))
+            assert torch.allclose(out[1, :3], out_other[1, :3], atol=1e-5) == real_kept
+        out, out_other = (attention(h, mask=keys_hidden)[0] for h in (x, other))
+        assert not torch.allclose(out[1, 3:], out_other[1, 3:], atol=1e-5)
+        assert torch.allclose(out[0], out_other[0], atol=1e-6)  # the other sequence untouched
 
 
 def test_05_scaled_stream_is_not_held_at_its_input_size():

@@ -1166,6 +1166,13 @@ CLAIMS = [
     ("01_causal_attention", 'puts 0.998 on "Kid"', "0.998", 3, r"weight on 'Kid' ([\d.]+)"),
     (
         "01_causal_attention",
+        'Row "for" lost the 0.19',
+        "0.19",
+        2,
+        r"the dropped weight: \['([\d.]+)'\]",
+    ),
+    (
+        "01_causal_attention",
         "$(1 - 0.19) / 0.9 = 0.90$",
         "0.90",
         2,
@@ -6164,6 +6171,91 @@ def test_01_notes_head_is_read_along_the_query_row_of_smiles():
     assert round(float(torch.softmax(row, dim=-1)[1]), 3) == weight == 0.998
     assert round(float(column.max() - column.min()), 1) != span  # the reversed reading
     assert round(float(torch.softmax(column, dim=-1)[1]), 3) != weight
+
+
+def _printed_matrix_01(text: str, after: str) -> torch.Tensor:
+    """01: the 6 x 6 tensor printed right after the line ``after`` in ``text``."""
+    block = re.search(re.escape(after) + r"\ntensor\(\[\[(.*?)\]\]\)", text, re.S).group(1)
+    rows = block.split("],")
+    return torch.tensor([[float(v) for v in re.findall(r"[\d.]+", row)] for row in rows])
+
+
+def test_01_scores_are_query_rows_over_key_columns():
+    """01 §1: "`attn_scores[0, i, j]` is query `i`'s score for key `j` ... the softmax runs along
+    a row (`dim=-1`) ... The future of query `i` is the columns `j > i`": the printed scores are
+    queries @ keys.T, not its transpose, and the printed weights are row softmaxes with the
+    columns j > i hidden. The reversed readings give other weights: the mask transposed lets
+    "Dream" see all six tokens, and a softmax over the queries (dim=-2) gives "Dream" 0.1611."""
+    from torch import nn
+
+    from attn_course import data
+    from attn_course.attention import causal_mask
+
+    cells = nbformat.read(ROOT / "notebooks" / "01_causal_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "is query `i`'s score for key `j`"))
+    scores = _printed_matrix_01(text, "attn_scores: (1, 6, 6)")
+    text = "\n".join(nearby_outputs(cells, "The course's mask convention"))
+    weights = _printed_matrix_01(text, "is this mask flipped: True")
+    x = data.example("dream").batch()[0]  # (num_tokens, d_in)
+    torch.manual_seed(123)
+    W_query, W_key = nn.Linear(3, 2, bias=False), nn.Linear(3, 2, bias=False)
+    with torch.no_grad():
+        queries, keys = W_query(x), W_key(x)  # (num_tokens, d_out) each
+    recomputed = queries @ keys.T  # [i, j] = query i . key j
+    assert torch.allclose(scores, recomputed, rtol=0, atol=6e-5)
+    assert not torch.allclose(scores, recomputed.T, rtol=0, atol=1e-2)  # key i . query j
+    mask = causal_mask(6)  # True = hidden
+    assert mask[0, 1] and not mask[1, 0]  # query 0 may not see key 1; query 1 sees key 0
+    scaled = recomputed / 2**0.5
+    rows = torch.softmax(scaled.masked_fill(mask, -torch.inf), dim=-1)
+    assert torch.allclose(weights, rows, rtol=0, atol=6e-5)
+    transposed = torch.softmax(scaled.masked_fill(mask.T, -torch.inf), dim=-1)
+    over_queries = torch.softmax(scaled.masked_fill(mask, -torch.inf), dim=-2)
+    assert (transposed[0] > 0.16).all() and round(float(over_queries[0, 0]), 4) == 0.1611
+    assert not torch.allclose(weights, transposed, atol=0.1)
+    assert not torch.allclose(weights, over_queries, atol=0.1)
+
+
+def test_01_dropout_follows_the_training_flag_not_gradient_mode():
+    """01 §4: "What turns dropout on is the module's `training` flag ..., not gradient mode" and
+    "`F.scaled_dot_product_attention` ... drops whenever `dropout_p > 0`": with gradients off a
+    module in training mode still drops, with gradients on a module in eval mode does not, and
+    the functional form drops with no module at all. The notebook prints the same facts."""
+    import torch.nn.functional as F
+    from torch import nn
+
+    cells = nbformat.read(ROOT / "notebooks" / "01_causal_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, "not gradient mode"))
+    assert "training mode: True; gradients enabled: False" in text
+    assert "weights dropped in this draw: 1 of the 21" in text
+    text = "\n".join(nearby_outputs(cells, "At inference there is no randomness"))
+    assert "training mode: False" in text and "outputs differ: True" in text
+
+    x = torch.ones(1000)
+    dropout = nn.Dropout(0.5)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        assert dropout.training and (dropout(x) == 0).any()
+    dropout.eval()
+    with torch.enable_grad():
+        assert torch.equal(dropout(x.requires_grad_()), x)
+    torch.manual_seed(0)
+    q = k = v = torch.randn(1, 8, 4)
+    with torch.no_grad():
+        dropped = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.5)
+        plain = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert not torch.allclose(dropped, plain)
+
+
+def test_01_a_finite_fill_underflows_only_beside_a_visible_key():
+    """01 §3: "a hidden key's term ... underflows to 0 with a large finite fill ... as long as the
+    row has a visible key": exp(fill - max) is exactly 0 when the max is a visible score, and 1
+    (the fills make the whole sum) when every key is hidden."""
+    for fill in (-1e9, torch.finfo(torch.float32).min):
+        row = torch.tensor([0.0, 0.3, fill])  # the third key hidden
+        assert torch.exp(row - row.max())[2] == 0
+        hidden = torch.full((3,), fill)  # every key hidden
+        assert torch.equal(torch.exp(hidden - hidden.max()), torch.ones(3))
 
 
 def test_02_only_the_first_row_of_the_notes_printout_survives_the_bug():

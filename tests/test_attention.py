@@ -771,6 +771,29 @@ def test_wrapper_reproduces_the_only_correct_printed_row():
     assert _mismatched_rows(out, WRAPPER_PRINTED) == [1, 2, 3, 4, 5]
 
 
+def test_wrapper_head_h_owns_the_block_of_columns_h_times_d_out():
+    """02, sections 2 and 4: heads[h]'s output is the block of columns h*d_out:(h+1)*d_out,
+    not every num_heads-th column; d_in = 5, d_out = 3, num_heads = 4 all differ, so the
+    readings give different columns. On the lecture's wrapper, head 1 (columns 0:2, not 2:4)
+    is lecture 01's head built after torch.manual_seed(123)."""
+    d_in, d_out, num_heads = 5, 3, 4
+    torch.manual_seed(0)
+    wrapper = MultiHeadAttentionWrapper(d_in, d_out, 7, 0.0, num_heads)
+    x = torch.randn(2, 7, d_in)
+    out = wrapper(x)
+    assert out.shape == (2, 7, num_heads * d_out)
+    for h, head in enumerate(wrapper.heads):
+        assert torch.equal(out[..., h * d_out : (h + 1) * d_out], head(x))
+        assert not torch.equal(out[..., h::num_heads], head(x))
+        assert torch.equal(wrapper.attn_weights[:, h], head.attn_weights)
+    dream = example("dream").batch()
+    context_vecs = _lecture_wrapper()(dream)
+    torch.manual_seed(123)
+    lecture_01 = CausalAttention(3, 2, context_length=6, dropout=0.0)(dream)
+    assert torch.equal(context_vecs[..., 0:2], lecture_01)
+    assert not torch.allclose(context_vecs[..., 2:4], lecture_01, atol=1e-2)
+
+
 def test_weight_split_reproduces_the_only_correct_printed_row():
     out = _lecture_weight_split()(example("rows").batch(2))
     assert_printed(out[:, 2], [row[2] for row in WEIGHT_SPLIT_PRINTED], decimals=4)

@@ -1698,14 +1698,14 @@ CLAIMS = [
     ),
     (
         "02_multihead_wrapper",
-        "(standard deviations over the seeds 0.031\nand 0.003)",
+        "(standard deviations over the seeds 0.031\nand 0.003;",
         "0.031",
         3,
         r"\n +64 \|.*\| [\d.]+ ± [\d.]+ [\d.]+ ± ([\d.]+) \|",
     ),
     (
         "02_multihead_wrapper",
-        "(standard deviations over the seeds 0.031\nand 0.003)",
+        "(standard deviations over the seeds 0.031\nand 0.003;",
         "0.003",
         3,
         r"\n +64 \|.*\| [\d.]+ ± ([\d.]+) [\d.]+ ± ",
@@ -1716,6 +1716,57 @@ CLAIMS = [
         "500",
         0,
         r"\n +64 \|.*\| (\d+) of 500 seeds",
+    ),
+    # review r02x: the width of each figure; "500 of 500" at every head_dim above 1
+    (
+        "02_multihead_wrapper",
+        "0.183 and 0.203 at head_dim 4 and 16",
+        "0.183",
+        3,
+        r"\n +4 \|.*\| [\d.]+ ± [\d.]+ ([\d.]+) ±",
+    ),
+    (
+        "02_multihead_wrapper",
+        "0.183 and 0.203 at head_dim 4 and 16",
+        "0.203",
+        3,
+        r"\n +16 \|.*\| [\d.]+ ± [\d.]+ ([\d.]+) ±",
+    ),
+    (
+        "02_multihead_wrapper",
+        "at every head_dim above 1 it is\nthe larger of the two in 500 of the 500 seeds",
+        "500",
+        0,
+        r"\n +4 \|.*\| (\d+) of 500 seeds",
+    ),
+    (
+        "02_multihead_wrapper",
+        "at every head_dim above 1 it is\nthe larger of the two in 500 of the 500 seeds",
+        "500",
+        0,
+        r"\n +16 \|.*\| (\d+) of 500 seeds",
+    ),
+    # review r02x: sizes whose factors all differ
+    (
+        "02_multihead_wrapper",
+        "`d_in = 5`,\n`d_out = 3` per head and `num_heads = 4`",
+        "5",
+        0,
+        r"d_in=(\d+), d_out=\d+ per head, num_heads=\d+:",
+    ),
+    (
+        "02_multihead_wrapper",
+        "`d_in = 5`,\n`d_out = 3` per head and `num_heads = 4`",
+        "3",
+        0,
+        r"d_in=\d+, d_out=(\d+) per head, num_heads=\d+:",
+    ),
+    (
+        "02_multihead_wrapper",
+        "`d_in = 5`,\n`d_out = 3` per head and `num_heads = 4`",
+        "4",
+        0,
+        r"d_in=\d+, d_out=\d+ per head, num_heads=(\d+):",
     ),
     # 02, temperature table: "| mean ± sd, min to max | largest anywhere" per temperature
     (

@@ -49,6 +49,8 @@ def _cell08(row: str, column: int, part: int, signs: str = "   ") -> str:
     return rf"{re.escape(row)} +{before}{numbers[0]} \({numbers[1]} to {numbers[2]}\)"
 
 
+_G04 = r"grouped .* shares memory with labels: True\ntensor\("  # 04: print(grouped)
+
 # (notebook, phrase in the prose, figure the prose states, decimals it is rounded to,
 #  regex over a nearby cell's text output whose group 1 is the printed number)
 CLAIMS = [
@@ -1501,6 +1503,17 @@ CLAIMS = [
         23,
         r"seed 207 also drops head 1, query 'Smiles' on key 'The', weight ([\d.e-]+)\n",
     ),
+    # 04, Part 4: labels are 10 * token index + feature index, both from 0 (review r04x);
+    # printed by `grouped`: head 1 holds features 0-2, head 2 features 3-5, a row per token
+    *[
+        ("04_stepwise_reshape", "token 1's labels are 0-5, token 2's 10-15", fig, 0, _G04 + tail)
+        for fig, tail in [
+            ("0", r"\[\[\[\[ *(\d+),"),
+            ("5", r"[\d, \[\]\n]*\]\],\n\n +\[\[ *\d+, +\d+, +(\d+)\]"),
+            ("10", r"\[\[\[\[[\d, ]+\],\n +\[(\d+),"),
+            ("15", r"[\d, \[\]\n]*\]\],\n\n +\[\[[\d, ]+\],\n +\[\d+, +\d+, +(\d+)\]"),
+        ]
+    ],
     # 04, Part 5: the wrong split lets later tokens move earlier outputs
     (
         "04_stepwise_reshape",

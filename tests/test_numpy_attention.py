@@ -171,3 +171,30 @@ def test_a_mean_in_the_keys_is_ignored_a_mean_in_the_queries_is_not():
     assert queries_mean_1.std(axis=-1).mean() == pytest.approx(math.sqrt(2), rel=0.05)
     per_key = (queries_mean_1 - scaled) * np.sqrt(d_k)  # (50, 400): the same in every row
     np.testing.assert_allclose(per_key, np.broadcast_to(k.sum(axis=1), per_key.shape), atol=1e-9)
+
+
+def test_weights_sum_to_1_over_the_keys_and_symmetric_scores_hide_the_wrong_axis():
+    """Lecture 00 §0 and §4 (review r00x): softmax runs over each row (a query's keys), so the
+    rows sum to 1 and the columns (what a key receives in all) need not. On the symmetric
+    scores of section 0, softmax over axis=0 is just the transpose; on section 5's head it is
+    neither the weights nor their transpose."""
+    from attn_course import data
+
+    inputs = data.example("journey").embeddings.double().numpy()  # (6, 3)
+    _, weights = weightless_attention(inputs)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-12)
+    assert np.abs(weights.sum(axis=0) - 1).max() > 0.2  # columns: 0.754 to 1.297
+    wrong_axis = softmax(inputs @ inputs.T, axis=0)
+    assert not np.allclose(wrong_axis, weights)
+    np.testing.assert_allclose(wrong_axis, weights.T, rtol=1e-12)
+
+    np.random.seed(42)
+    X = np.random.randn(4, 6)
+    np.random.seed(0)
+    W_Q, W_K, W_V = np.random.randn(6, 6), np.random.randn(6, 6), np.random.randn(6, 6)
+    _, head_weights = self_attention(X, W_Q, W_K, W_V)
+    np.testing.assert_allclose(head_weights.sum(axis=-1), 1.0, rtol=1e-12)
+    assert np.abs(head_weights.sum(axis=0) - 1).max() > 0.5
+    scaled = (X @ W_Q) @ (X @ W_K).T / np.sqrt(6)
+    for other in (softmax(scaled, axis=0), softmax(scaled, axis=0).T):
+        assert not np.allclose(other, head_weights, atol=1e-3)

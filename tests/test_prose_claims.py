@@ -701,12 +701,45 @@ CLAIMS = [
         0,
         r"QK\^T and weights@V FLOPs +one head of width 12: +768 +3 heads of width 4: +(\d+)",
     ),
+    # 00 §5 (review r00x): GPT-2's init at 768, 3 decimals, with the E|q|/sqrt(head_dim) factor
     (
         "00_numpy_attention",
-        "0.30 measured at 768.",
-        "0.30",
-        2,
-        r"N\(0, 0.02\^2\) weights: std of the scaled scores ([\d.]+)",
+        "0.304 ± 0.001 measured at 768",
+        "0.304",
+        3,
+        r"N\(0, 0.02\^2\) weights: std of the scaled scores ([\d.]+) ±",
+    ),
+    (
+        "00_numpy_attention",
+        "0.304 ± 0.001 measured at 768",
+        "0.001",
+        3,
+        r"N\(0, 0.02\^2\) weights: std of the scaled scores [\d.]+ ± ([\d.]+);",
+    ),
+    ("00_numpy_attention", "below $v$ = 0.307", "0.307", 3, r"sqrt\(head_dim\) = ([\d.]+) \*"),
+    ("00_numpy_attention", "(0.307 × 0.996 = 0.306)", "0.996", 3, r"= [\d.]+ \* ([\d.]+) ="),
+    ("00_numpy_attention", "(0.307 × 0.996 = 0.306)", "0.306", 3, r"= [\d.]+ \* [\d.]+ = ([\d.]+)"),
+    # 00 §4-5 (review r00x): softmax([10, 20, 30]) printed unrounded
+    (
+        "00_numpy_attention",
+        "weights of 2.1e-09, 4.5e-05 and 1.0",
+        "2.1e-09",
+        10,
+        r"30\]\) += \[(\S+) ",
+    ),
+    (
+        "00_numpy_attention",
+        "weights of 2.1e-09, 4.5e-05 and 1.0",
+        "4.5e-05",
+        6,
+        r"30\]\) += \[\S+ (\S+) ",
+    ),
+    (
+        "00_numpy_attention",
+        "weights of 2.1e-09, 4.5e-05 and 1.0",
+        "1.0",
+        1,
+        r"30\]\) += \[\S+ \S+ (\S+)\]",
     ),
     # 00 §5, rows of 64 random scores: "spread | largest (x times) | effective keys"
     (

@@ -94,7 +94,7 @@ class Picture:
         """The numbers behind the picture, in words (the status line's second half)."""
         largest, uniform = self.row_max()
         facts = (
-            f"largest weight per row {largest:.2f} on average (uniform {uniform:.2f}; rows that see"
+            f"largest weight per row {largest:.3f} on average (uniform {uniform:.3f}; rows that see"
             f" ≥ 2 keys) · "
             f"scores softmax sees: std {self.row_std:.3g} within a row"
         )

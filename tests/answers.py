@@ -1637,6 +1637,27 @@ WRONG: list[Wrong] = [
     Wrong("numpy softmax overflow", "numpy_softmax", numpy_softmax_unstable, ("max",)),
     Wrong("numpy head no scale", "numpy_self_attention", numpy_self_attention_no_scale, ("sqrt",)),
     Wrong("wrapper one head", "wrapper_output_shape", (2, 6, 2), ("one head",)),
+    # The wrapper of the count (d_in 5, d_out 2, context 6, 4 heads): each count below makes
+    # one mistake, most of them reading one factor of num_heads x 3 x d_in x d_out for another.
+    # On the earlier sizes (d_in = num_heads = 3 projections, d_out 2) the four swaps of
+    # heads, projections and d_in gave the right 54, and "one projection" the one-head hint.
+    *(
+        Wrong(f"wrapper count {name}", "wrapper_parameter_count", count, words)
+        for name, count, words in [
+            ("one head", 3 * 5 * 2, ("one head",)),
+            ("one projection", 4 * 5 * 2, ("3 projections", "not one")),
+            ("projections as heads", 3 * 3 * 5 * 2, ("num_heads = 4", "projections")),
+            ("heads as projections", 4 * 4 * 5 * 2, ("3 projections", "not num_heads")),
+            ("d_in as heads", 5 * 3 * 5 * 2, ("num_heads = 4", "not d_in")),
+            ("d_out as heads", 2 * 3 * 5 * 2, ("num_heads = 4", "not d_out")),
+            ("heads as d_in", 4 * 3 * 4 * 2, ("input width is d_in",)),
+            ("heads as d_out", 4 * 3 * 5 * 4, ("output width is d_out",)),
+            ("total width as d_out", 4 * 3 * 5 * 8, ("total width",)),
+            ("with biases", 4 * 3 * (5 * 2 + 2), ("biases",)),
+            ("with out_proj", 4 * 3 * 5 * 2 + 8 * 8 + 8, ("out_proj",)),
+            ("with masks", 4 * 3 * 5 * 2 + 4 * 6 * 6, ("buffers",)),
+        ]
+    ),
     Wrong("mha count without out_proj", "mha_parameter_count", 108, ("out_proj",)),
     Wrong("weights count without heads", "attn_weights_numel", 2 * 1024 * 1024, ("head",)),
     Wrong("memory grows linearly", "attn_memory_ratio", 2, ("squared",)),
@@ -2178,7 +2199,7 @@ REFERENCE = {
     "numpy_weights_shape": (6, 6),  # 6 queries x 6 keys
     "causal_attention_parameters": 3 * (3 * 2 + 2),  # three (3 -> 2) linears with bias
     "wrapper_output_shape": (2, 6, 3 * 2),  # 3 heads of width 2
-    "wrapper_parameter_count": 3 * 3 * (3 * 2),  # 3 heads x 3 bias-free (3 -> 2) linears
+    "wrapper_parameter_count": 4 * 3 * (5 * 2),  # 4 heads x 3 bias-free (5 -> 2) linears
     "mha_parameter_count": 3 * 36 + 36 + 6,  # q, k, v without bias, out_proj with bias
     "split_shape": (1, 2, 3, 3),  # (b, num_heads, num_tokens, head_dim)
     # GPT-2 small block: attention 4 * 768^2 + 768 (out_proj bias), MLP 2 * 768 * 3072 +

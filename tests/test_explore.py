@@ -101,7 +101,21 @@ def test_row_max_against_hand_made_pictures():
     # Rows with a choice: q = 1 (two keys) and q = 2 (three keys).
     assert uniform.row_max() == pytest.approx(((1 / 2 + 1 / 3) / 2,) * 2)
     # The row that sees one key is left out, and the status line says so.
-    assert "per row 0.42 on average (uniform 0.42; rows that see ≥ 2 keys)" in uniform.facts()
+    assert "per row 0.417 on average (uniform 0.417; rows that see ≥ 2 keys)" in uniform.facts()
+
+
+def test_the_status_line_shows_a_gap_to_uniform_under_001():
+    # Six keys, largest weight 0.174 against a uniform 0.167: to 2 decimals both read 0.17.
+    row = torch.tensor([0.174] + [(1 - 0.174) / 5] * 5)
+    near = explore.Picture(row.expand(6, 6)[None], tuple("abcdef"), None, "", "weights", 0.0)
+    assert "per row 0.174 on average (uniform 0.167; rows that see ≥ 2 keys)" in near.facts()
+    # A setting the notebooks suggest: 6 heads of width 64, no mask (0.175 against 0.167).
+    settings = AttentionSettings(model="wrapper", num_heads=6, head_dim=64, causal=False)
+    largest, uniform = explore.attention_picture(settings).row_max()
+    assert f"{largest:.2f}" == f"{uniform:.2f}" != f"{largest:.3f}"
+    assert f"per row {largest:.3f} on average (uniform 0.167;" in (
+        explore.attention_picture(settings).facts()
+    )
 
 
 def test_the_callers_random_state_is_left_alone():

@@ -1660,6 +1660,14 @@ CLAIMS = [
     # 02, why the untrained heads are near uniform; the swapped version digit for digit
     (
         "02_multihead_wrapper",
+        "per row averages 0.302,",
+        "0.302",
+        3,
+        r"largest weight per row ([\d.]+) on average",
+    ),
+    ("02_multihead_wrapper", "against 0.290 for uniform rows", "0.290", 3, r"\(uniform ([\d.]+);"),
+    (
+        "02_multihead_wrapper",
         "with a standard deviation of 0.0399 on average",
         "0.0399",
         4,

@@ -87,7 +87,7 @@ def test_the_status_states_the_numbers_behind_the_picture():
     explorer.controls["temperature"].value = 0.01
     largest = attention_weights(AttentionSettings(model="wrapper", causal=False, temperature=0.01))
     expected = float(largest.amax(dim=-1).mean())
-    assert f"largest weight per row {expected:.2f} on average (uniform 0.17; rows that" in (
+    assert f"largest weight per row {expected:.3f} on average (uniform 0.167; rows that" in (
         explorer.status.value
     )
 

@@ -17,6 +17,9 @@ NOTEBOOK = "02_multihead_wrapper"
 # The wrapper the prediction tasks ask about, and its input.
 WRAPPER_ARGS = (3, 2, 6, 0.0, 3)  # d_in, d_out (per head), context_length, dropout, num_heads
 BATCH_SHAPE = (2, 6, 3)
+# The wrapper whose parameters exercise 3 counts: every factor of num_heads x 3 projections x
+# d_in x d_out differs (4, 3, 5, 2), so a formula that reads one factor for another is wrong.
+COUNT_ARGS = (5, 2, 6, 0.0, 4)  # d_in, d_out (per head), context_length, dropout, num_heads
 
 
 def _wrapper_mistakes(ref: MultiHeadAttentionWrapper, x: torch.Tensor) -> dict:
@@ -70,15 +73,38 @@ def check_wrapper_output_shape(answer: object) -> str:
 
 @register("wrapper_parameter_count", NOTEBOOK, time_limit=5.0)
 def check_wrapper_parameter_count(answer: object) -> str:
-    """Trainable parameters of MultiHeadAttentionWrapper(*WRAPPER_ARGS)."""
+    """Trainable parameters of MultiHeadAttentionWrapper(*COUNT_ARGS)."""
+    d_in, d_out, context_length, _, num_heads = COUNT_ARGS
     with seeded(0):
-        want = count_parameters(MultiHeadAttentionWrapper(*WRAPPER_ARGS))
+        want = count_parameters(MultiHeadAttentionWrapper(*COUNT_ARGS))
+    per_head = 3 * d_in * d_out  # W_query, W_key, W_value, each d_in -> d_out
+    width = num_heads * d_out
     return expect_answer(
         answer,
         want,
         "the wrapper's parameter count",
         {
-            18: "That is one head; every head has its own W_query, W_key and W_value.",
-            18 * 3 + 3 * 36: "The causal masks are buffers, not trainable parameters.",
+            per_head: "That is one head; every head has its own W_query, W_key and W_value"
+            " (and here d_out is the width of one head, not the total width).",
+            num_heads * d_in * d_out: "Each head has 3 projections (W_query, W_key, W_value),"
+            " not one.",
+            3 * 3 * d_in * d_out: f"There are num_heads = {num_heads} heads; 3 is the number of"
+            " projections in each head.",
+            num_heads * num_heads * d_in * d_out: "Each head has 3 projections (W_query, W_key,"
+            " W_value), not num_heads of them.",
+            d_out * 3 * d_in * d_out: f"There are num_heads = {num_heads} heads, not d_out.",
+            d_in * 3 * d_in * d_out: f"There are num_heads = {num_heads} heads, not d_in.",
+            num_heads * 3 * d_in * num_heads: f"Each projection's output width is d_out = {d_out},"
+            " not num_heads.",
+            num_heads * 3 * num_heads * d_out: f"Each projection's input width is d_in = {d_in},"
+            " not num_heads.",
+            num_heads * 3 * d_in * width: "Each head projects to its own d_out, not to the"
+            " total width num_heads * d_out.",
+            want + num_heads * 3 * d_out: "You counted biases; this wrapper has none"
+            " (qkv_bias=False).",
+            want + width * width + width: "The wrapper has no out_proj: that is"
+            " MultiHeadAttention's.",
+            want + num_heads * context_length**2: "The causal masks are buffers, not trainable"
+            " parameters.",
         },
     )

@@ -19,7 +19,7 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from support import ROOT
+from support import ROOT, saved_for_backward
 
 from attn_course.corpus import load_corpus
 from attn_course.generation import generate
@@ -8911,17 +8911,7 @@ def test_10_saved_for_backward_table_columns_and_what_the_naive_path_saves():
     assert 640 == (2 * 4 * 128 * 128 + 4 * 128 * 64) * 4 // 1024 and 36 * 640 / 1024 == 22.5
 
     def saved(fn, q, k, v):
-        inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
-        storages = {}
-
-        def pack(t):
-            if t.untyped_storage().data_ptr() not in inputs:
-                storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            fn(q, k, v)
-        return round(sum(storages.values()) / 2**20, 2)
+        return round(saved_for_backward(fn, q, k, v)[1] / 2**20, 2)  # MiB
 
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 4, n, 64, requires_grad=True) for _ in range(3))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from support import saved_for_backward
 
 from attn_course.attention import causal_mask, scaled_dot_product_attention
 from attn_course.tiled import (
@@ -290,22 +291,13 @@ def test_recomputing_saves_the_loops_training_memory_without_fusing():
     from torch.utils.checkpoint import checkpoint
 
     q, k, v = (torch.randn(1, 2, 256, 16, requires_grad=True) for _ in range(3))
-    inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
 
     def loop(q, k, v):
         return tiled_attention(q, k, v, causal=True, block_size=32)
 
     def saved_bytes_and_grads(fn):
-        storages = {}
-
-        def pack(t):
-            if t.untyped_storage().data_ptr() not in inputs:
-                storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            out = fn(q, k, v)
-        return sum(storages.values()), torch.autograd.grad(out.square().sum(), (q, k, v))
+        out, saved = saved_for_backward(fn, q, k, v)
+        return saved, torch.autograd.grad(out.square().sum(), (q, k, v))
 
     plain, plain_grads = saved_bytes_and_grads(loop)
     recomputed, grads = saved_bytes_and_grads(

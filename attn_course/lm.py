@@ -207,14 +207,19 @@ def eval_windows(cfg: LMTrainConfig, split: str = "held_out") -> torch.Tensor:
 
 
 @torch.no_grad()
-def window_losses(model: GPTModel, windows: torch.Tensor) -> torch.Tensor:
-    """Each window's mean next-character loss (nats), in eval mode: (num_windows,)."""
+def window_losses(
+    model: GPTModel, windows: torch.Tensor, per_position: bool = False
+) -> torch.Tensor:
+    """Each window's mean next-character loss (nats), in eval mode: (num_windows,); with
+    ``per_position``, the loss at each query position t (predicting character t + 1) instead:
+    (num_windows, num_tokens - 1)."""
     was_training = model.training
     model.eval()
     logits = model(windows[:, :-1])
     losses = F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten(), reduction="none")
     model.train(was_training)
-    return losses.view(len(windows), -1).mean(1)
+    losses = losses.view(len(windows), -1)
+    return losses if per_position else losses.mean(1)
 
 
 @torch.no_grad()

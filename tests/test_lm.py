@@ -190,6 +190,22 @@ def test_window_losses_are_the_held_out_windows_the_curve_averages():
     assert math.isclose(losses.mean().item(), result.curve[-1][2], abs_tol=1e-5)
 
 
+def test_window_losses_per_position_are_in_query_order():
+    """Notebook 11 takes late minus early positions of these losses: column t is the loss on
+    character t + 1 read after characters 0..t, and the columns average to the window's loss."""
+    result = train_lm(TINY)
+    windows = eval_windows(TINY)
+    each = window_losses(result.model, windows, per_position=True)
+    assert each.shape == (TINY.eval_windows, TINY.context_length)
+    assert torch.allclose(each.mean(1), window_losses(result.model, windows), atol=1e-6)
+    with torch.no_grad():  # column 0: character 1 after character 0 alone; last: the window's
+        first = F.cross_entropy(result.model.eval()(windows[:, :1])[:, -1], windows[:, 1])
+        last = F.cross_entropy(result.model(windows[:, :-1])[:, -1], windows[:, -1])
+    assert math.isclose(each[:, 0].mean().item(), first.item(), abs_tol=1e-5)
+    assert math.isclose(each[:, -1].mean().item(), last.item(), abs_tol=1e-5)
+    assert not math.isclose(each[:, 0].mean().item(), last.item(), abs_tol=1e-3)  # reversed
+
+
 def test_the_plain_run_was_scored_on_the_shipped_models_held_out_windows():
     """Notebook 11 compares the plain-window run's recorded held-out loss with the shipped
     model's "on the same 64 windows": the windows do not depend on ``repeat_share``, and hold

@@ -54,6 +54,43 @@ _G04 = r"grouped .* shares memory with labels: True\ntensor\("  # 04: print(grou
 # (notebook, phrase in the prose, figure the prose states, decimals it is rounded to,
 #  regex over a nearby cell's text output whose group 1 is the printed number)
 CLAIMS = [
+    # review r11zp: baselines at the same offsets and keys, Olsson's measure on plain text
+    *(
+        ("11_language_model", "L1 H3's score is its overlap", figure, 2, pattern)
+        for figure, pattern in (
+            ("0.15", r"4 or more back minus that, paired over the 8 passages: \+([\d.]+) ± "),
+            ("0.02", r"4 or more back minus that, paired over the 8 passages: \+[\d.]+ ± ([\d.]+)"),
+        )
+    ),
+    *(
+        (
+            "11_language_model",
+            "where a uniform head would put 0.05 (L1 H2 minus uniform +0.29 ±",
+            f,
+            2,
+            p,
+        )
+        for f, p in (
+            ("0.05", r"queries 64 to 127: a uniform head ([\d.]+);"),
+            (
+                "0.29",
+                r"L1 H2 minus uniform, paired over the 8 passages: \+([\d.]+) ± [\d.]+ \(8 of 8\)",
+            ),
+            (
+                "0.03",
+                r"L1 H2 minus uniform, paired over the 8 passages: \+[\d.]+ ± ([\d.]+) \(8 of 8\)",
+            ),
+        )
+    ),
+    *(
+        ("11_language_model", "model gains: shipped +0.06 ± 0.06, plain +0.07 ± 0.06", f, 2, p)
+        for f, p in (
+            ("0.06", r"31, paired window by window: shipped \+([\d.]+) ± [\d.]+ \("),
+            ("0.06", r"31, paired window by window: shipped \+[\d.]+ ± ([\d.]+) \("),
+            ("0.07", r"plain windows \+([\d.]+) ± [\d.]+ \(\d+ of 64\)\n"),
+            ("0.06", r"plain windows \+[\d.]+ ± ([\d.]+) \(\d+ of 64\)\n"),
+        )
+    ),
     # review r11zm: the notebook's rewritten prose
     (
         "11_language_model",
@@ -5112,17 +5149,17 @@ CLAIMS = [
     ),
     (
         "11_language_model",
-        "further back still get 0.20 of its weight, against a uniform head's 0.025",
+        "further back still get 0.20 of its weight, against the 0.05 it gives any key at those",
         "0.20",
         2,
         r"4 or more back: ([\d.]+)",
     ),
     (
         "11_language_model",
-        "further back still get 0.20 of its weight, against a uniform head's 0.025",
-        "0.025",
-        3,
-        r"\d+ queries; uniform head ([\d.]+)\)",
+        "further back still get 0.20 of its weight, against the 0.05 it gives any key at those",
+        "0.05",
+        2,
+        r"\d+ queries; its mean weight on any key at the same offsets ([\d.]+)\)",
     ),
     (
         "11_language_model",
@@ -8191,6 +8228,15 @@ def test_11_plain_windows_command_is_the_recorded_one():
     text, _ = _printed_and_prose_11()
     assert f"the plain-windows model: {command}\n" in text
     assert f"the same file, bit for bit (sha256 {weights['sha256'][:12]}...)" in text
+    # review r11zp: the retrain ran on the same kind of CPU, and the prose says so
+    again = "2-core Intel Xeon (AVX512-BF16, AMX)"
+    assert f"with the same command on a {again}, other work" in weights["reproduced"]
+    assert record["machine"].startswith(again)
+    assert f"trained again with the same command on a {again}: the same file, bit" in text
+    assert (
+        "retrained with that command on the same kind of CPU (a 2-core Intel Xeon), it gave the "
+        "same file, bit for bit; elsewhere it need not (section 3)"
+    ) in " ".join(md)
 
 
 def test_11_plain_model_is_computed_and_paired_not_recorded():
@@ -8494,10 +8540,12 @@ def test_11_late_weight_of_l1h2_splits_by_the_keys_preceding_character():
     assert together == "1.00" == f"{sum(map(float, (key0, itself, after, rest))):.2f}"
     two = re.search(r"L1 H2's weight on them: queries 1 to 63 [\d.]+, 64 to 127 ([\d.]+)", text)[1]
     assert float(two) <= float(after)  # the 2-character matches are among these keys
-    assert (  # review r11zm: the lesson in words, the numbers printed
+    assert (  # review r11zm: the lesson in words, the numbers printed; r11zp: the baseline
         "Over queries 64 to 127 about a third of its weight goes to the keys after an earlier "
-        "occurrence of the current character (its copying, section 5) and most of the rest is "
-        "spread thinly (the last line above): a part of its pattern this notebook does not explain."
+        "occurrence of the current character (its copying, section 5), where a uniform head "
+        "would put 0.05 (L1 H2 minus uniform +0.29 ± 0.03, paired), and most of the rest is "
+        "spread thinly (the last two lines above): a part of its pattern this notebook does not "
+        "explain."
     ) in md
     assert 0.30 <= float(after) <= 0.37 and float(rest) > (1 - float(after)) / 2  # "a third"
     assert float(largest_rest) < float(largest) < 0.5 < float(rest)  # "spread thinly"
@@ -9176,14 +9224,20 @@ def test_11_uniform_induction_baseline_is_the_same_for_every_passage():
 
 @pytest.mark.slow  # runs the shipped model 4 times on 128 characters (about a second)
 def test_11_loops_are_held_up_by_l1h2_and_l0h2_out_of_both_paths_costs_more_than_zeroed():
-    """11 §7, review r11zo: "both loops, once started, are sustained by the copying head L1 H2":
+    """11 §7, review r11zo: with the copying head L1 H2 zeroed the model assigns both loops'
+    repeats far less probability (teacher-forced; review r11zp: not "sustained by"):
     on temperature 1's looping text, read as written, the repeats cost what the notebook prints
     intact and with L1 H2's slice of the merged heads zeroed, and zeroing it raises the loss
     (the reversed reading, zeroed below intact, fails); zeroing another layer-1 head does not.
+    Greedy decoding with it zeroed avoids the " so" loop and still repeats a phrase.
     And §5: L0 H2 out of layer 1's keys and queries minus zeroed everywhere is positive, as the
     two tables' second-copy columns (+0.64 and +0.48) give it."""
     text, md = _printed_and_prose_11()
-    assert "**Both loops, once started, are sustained by the copying head L1 H2**" in md
+    assert "sustained" not in md and "(teacher-forced, on the text as written)" in md
+    assert "**With the copying head L1 H2 zeroed, the model assigns both loops' repeats" in md
+    zeroed_text = text.split("greedy with L1 H2 zeroed (one text, generated):\n")[1]
+    assert " so so" not in zeroed_text and zeroed_text.count("the strange of the strange") >= 2
+    assert '"the strange of the strange"' in md and " so so so" in text  # intact greedy loops
     piece = re.search(r"its looping text \(seed \d+\): '(.*?)' \(16 characters\)", text)[1]
     piece = piece.encode().decode("unicode_escape")  # the printed repr's '\n'
     found = re.search(
@@ -9226,6 +9280,44 @@ def test_11_loops_are_held_up_by_l1h2_and_l0h2_out_of_both_paths_costs_more_than
         r"minus zeroed everywhere \(the table before\): second copy ([+-][\d.]+)", text
     )
     assert float(both) > float(zeroed_l0h2) and diff[1].startswith("+")
+
+
+@pytest.mark.slow  # both models on 64 windows, L1 H3 on 8 passages: a few seconds
+def test_11_late_minus_early_and_the_word_start_offset_baseline_read_the_right_way():
+    """11, review r11zp. Olsson's measure: the loss on queries 112 to 127 minus on 16 to 31 (late
+    minus early) of each held-out window, as printed; early minus late prints the other sign.
+    L1 H3's baseline for a word start d back is its mean weight on key t - d over the queries
+    t >= d, as printed (0.05); the reversed reading, key t + d, is masked and gives 0.00."""
+    from attn_course.lm import LM_CONFIGS, eval_windows, plain_lm, window_losses
+    from attn_course.text_heads import word_start_targets
+
+    text, _ = _printed_and_prose_11()
+    windows = eval_windows(LM_CONFIGS["default"])
+    for name, model in (("shipped", pretrained_lm()), ("plain windows", plain_lm())):
+        each = window_losses(model, windows, per_position=True)  # (64, 128)
+        diff = each[:, 112:128].mean(1) - each[:, 16:32].mean(1)  # (64,): late minus early
+        printed = re.search(rf"paired window by window: .*?{name} ([+-][\d.]+) ±", text)[1]
+        assert printed == f"{diff.mean():+.2f}" != f"{-diff.mean():+.2f}", name
+
+    model, tok = pretrained_lm(), lm_tokenizer()
+    back, ahead, weight = [], [], []
+    for passage in _plain_passages_11():
+        with torch.no_grad():
+            model(torch.tensor([tok.encode(passage)]))
+        w = model.attention_weights()[1, 0, 3]  # (n, n): L1 H3, query rows, key columns
+        for t, s in word_start_targets(passage).nonzero().tolist():
+            if t - s > 3:
+                weight.append(w[t, s].item())
+                back.append(w.diagonal(-(t - s)).mean().item())  # keys t' - d for t' >= d
+                ahead.append(w.diagonal(t - s).mean().item())  # the reversed reading
+    found = re.search(
+        r"4 or more back: ([\d.]+) \(\d+ queries; its mean weight on any key at "
+        r"the same offsets ([\d.]+)\)",
+        text,
+    )
+    assert found[1] == f"{sum(weight) / len(weight):.2f}" == "0.20"
+    assert found[2] == f"{sum(back) / len(back):.2f}" == "0.05"
+    assert f"{sum(ahead) / len(ahead):.2f}" == "0.00"
 
 
 def test_03_distinct_sizes_walk_prints_what_its_prose_says():

@@ -978,11 +978,12 @@ def test_bmm_takes_rows_or_columns_as_they_are_and_copies_another_layout():
 
 
 def test_split_on_distinct_sizes_hands_head_h_its_block_of_features():
-    """03, shapes on sizes that all differ (b=2, num_tokens=5, d_in=4, num_heads=3, head_dim=2):
+    """03, shapes on sizes that all differ (b=2, num_tokens=5, d_in=4, num_heads=3, head_dim=7):
     after view + transpose, head h of token t holds features h*head_dim:(h+1)*head_dim of token
     t. The no-transpose view has the same shape and other numbers, and the module's weights are
     those of the block split, not of the no-transpose reading."""
-    b, num_tokens, d_in, num_heads, head_dim = 2, 5, 4, 3, 2
+    b, num_tokens, d_in, num_heads, head_dim = 2, 5, 4, 3, 7
+    assert len({b, num_tokens, d_in, num_heads, head_dim, num_heads * head_dim}) == 6
     torch.manual_seed(0)
     mha = MultiHeadAttention(d_in, num_heads * head_dim, num_tokens, 0.0, num_heads=num_heads)
     x = torch.randn(b, num_tokens, d_in)
@@ -991,7 +992,9 @@ def test_split_on_distinct_sizes_hands_head_h_its_block_of_features():
         q, k = mha.W_query(x), mha.W_key(x)  # (b, num_tokens, d_out)
     grouped = q.view(b, num_tokens, num_heads, head_dim).transpose(1, 2)
     no_transpose = q.view(b, num_heads, num_tokens, head_dim)
-    assert grouped.shape == no_transpose.shape == (2, 3, 5, 2)
+    assert grouped.shape == no_transpose.shape == (2, 3, 5, 7)
+    swapped = q.view(b, num_tokens, num_heads, head_dim).permute(3, 2, 1, 0)  # batch <-> head_dim
+    assert swapped.shape != grouped.shape  # on these sizes the shape does catch this bug
     for h in range(num_heads):
         block = q[:, :, h * head_dim : (h + 1) * head_dim]  # (b, num_tokens, head_dim)
         assert torch.equal(grouped[:, h], block)

@@ -57,6 +57,30 @@ def test_weights_are_the_modules_own():
     assert torch.allclose(got, wrapper.attn_weights[0])
 
 
+def test_six_heads_of_width_1_and_one_of_width_6_share_their_projections():
+    """03, cell after the explorer: same seed and same d_out draw the same projection weights,
+    cut into heads differently; the 1 x 6 picture is the one big head, the 6 x 1 its columns."""
+    x = example("dream").batch()  # (1, num_tokens, d_in)
+    d_in, num_tokens = x.shape[-1], x.shape[1]
+    torch.manual_seed(123)
+    six = MultiHeadAttention(d_in, 6, num_tokens, 0.0, num_heads=6)
+    torch.manual_seed(123)
+    one = MultiHeadAttention(d_in, 6, num_tokens, 0.0, num_heads=1)
+    assert torch.equal(six.W_query.weight, one.W_query.weight)
+    assert torch.equal(six.W_key.weight, one.W_key.weight)
+    q, k = six.W_query(x)[0], six.W_key(x)[0]  # (num_tokens, 6)
+    mask = causal_mask(num_tokens)
+    whole = torch.softmax((q @ k.T / 6**0.5).masked_fill(mask, -torch.inf), dim=-1)
+    per_feature = torch.softmax(
+        (q.T[:, :, None] * k.T[:, None, :]).masked_fill(mask, -torch.inf), dim=-1
+    )  # (6, num_tokens, num_tokens): head f scores with feature f alone
+    one_pic = explore.attention_weights(AttentionSettings(num_heads=1, head_dim=6))
+    six_pic = explore.attention_weights(AttentionSettings(num_heads=6, head_dim=1))
+    torch.testing.assert_close(one_pic[0], whole)
+    torch.testing.assert_close(six_pic, per_feature)
+    assert not torch.allclose(six_pic[0], one_pic[0], atol=1e-3)
+
+
 def test_temperature_and_causal_toggle():
     # A huge temperature flattens every row over its visible keys: row q is 1/(q+1).
     flat = explore.attention_weights(AttentionSettings(temperature=1e6))

@@ -9436,18 +9436,19 @@ def test_11_late_minus_early_and_the_word_start_offset_baseline_read_the_right_w
 
 def test_03_distinct_sizes_walk_prints_what_its_prose_says():
     """03, shapes on sizes that all differ: the stored output shows every stage's shape on
-    b=2, num_tokens=5, d_in=4, num_heads=3, head_dim=2, the no-transpose view with the same
-    shape, and head 2 equal to features 2-3 with the transpose and not without it. The
+    b=2, num_tokens=5, d_in=4, num_heads=3, head_dim=7 (d_out=21), the no-transpose view with the
+    same shape, and head 2 equal to features 7-13 with the transpose and not without it. The
     no-transpose claim's orientation is tested in test_attention.py on the module itself."""
     cells = nbformat.read(ROOT / "notebooks" / "03_weight_split_mha.ipynb", as_version=4).cells
     prose = next(c.source for c in cells if c.get("id") == "03-distinct-md")
     assert "shapes alone cannot check a split" in prose
-    assert "head 2 (`h = 1`) must hold features 2-3" in prose
+    assert "`head_dim = 7` (so `d_out = 21`): every axis has its own size" in prose
+    assert "head 2 (`h = 1`) must hold features 7-13" in prose
     text = text_outputs(next(c for c in cells if c.get("id") == "03-distinct"))
-    assert "x (2, 5, 4) @ W_query.weight.T (4, 6) -> (2, 5, 6)" in text
-    assert "view (2, 5, 3, 2) -> transpose (2, 3, 5, 2) -> scores (2, 3, 5, 5)" in text
-    assert "no-transpose view: (2, 3, 5, 2) same shape: True" in text
-    assert "head 2 holds features 2-3 of every token: transpose True | no transpose False" in text
+    assert "x (2, 5, 4) @ W_query.weight.T (4, 21) -> (2, 5, 21)" in text
+    assert "view (2, 5, 3, 7) -> transpose (2, 3, 5, 7) -> scores (2, 3, 5, 5)" in text
+    assert "no-transpose view: (2, 3, 5, 7) same shape: True" in text
+    assert "head 2 holds features 7-13 of every token: transpose True | no transpose False" in text
 
 
 def test_03_bmm_copies_the_layout_the_prose_says():

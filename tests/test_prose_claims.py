@@ -1955,6 +1955,8 @@ CLAIMS = [
     ("05_transformer_blocks", "(-65,504 in float16)", "-65504", 0, r"min = (-[\d.]+)\)"),
     # 05: an additive finfo.min mask overflows
     ("05_transformer_blocks", "any score of -16 or less", "-16", 0, r"min \+ \((-\d+)\) = -inf"),
+    ("05_transformer_blocks", "score of 16 or more rounds", "16", 0, r"min \+ \((\d+)\) = -65472"),
+    ("05_transformer_blocks", "up one step to -65,472", "-65472", 0, r"min \+ \(16\) = (-\d+)"),
     (
         "05_transformer_blocks",
         "spacing near 65,504 is 32",
@@ -2032,6 +2034,14 @@ CLAIMS = [
         r"entries from [\d.]+ to ([\d.]+)",
     ),
     ("05_transformer_blocks", "std of only about 0.01", "0.01", 2, r"std ([\d.]+) within a row"),
+    ("05_transformer_blocks", "cosines 0.70 to 1.00)", "0.70", 2, r"pairwise cosines ([\d.]+) to"),
+    (
+        "05_transformer_blocks",
+        "cosines 0.70 to 1.00)",
+        "1.00",
+        2,
+        r"pairwise cosines [\d.]+ to ([\d.]+)",
+    ),
     (
         "05_transformer_blocks",
         "here $\\sqrt{7/8}$ = 0.935",

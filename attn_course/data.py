@@ -54,9 +54,11 @@ _RAW: dict[str, tuple[str, list[str], list[list[float]]]] = {
         ],
     ),
     # Lecture 03 and the dry run: 3 rows of 6 (the "journey" numbers, two tokens a row).
+    # Each row is one token; the listing's comments call them "Row 1" to "Row 3", but on a
+    # heatmap's axes "row 2" reads as a row of the weight matrix, so they are labelled tokens.
     "rows": (
         "The dry run's three rows",
-        ["row 1", "row 2", "row 3"],
+        ["token 1", "token 2", "token 3"],
         [
             [0.43, 0.15, 0.89, 0.55, 0.87, 0.66],
             [0.57, 0.85, 0.64, 0.22, 0.58, 0.33],

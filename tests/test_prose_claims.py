@@ -945,6 +945,25 @@ CLAIMS = [
         0,
         r"2\^-126 = e\^-([\d.]+)",
     ),
+    # 01, review r01a: the limits count subnormals; flush-to-zero ends float32 at 2^-126
+    *(
+        ("01_causal_attention", phrase, figure, 2, pattern)
+        for phrase, figure, pattern in (
+            (r"every float32 result below $e^{-87.34}$", "87.34", r"2\^-126 = e\^-([\d.]+)"),
+            ("NaN past a gap of\nabout 87.34", "87.34", r"2\^-126 = e\^-([\d.]+)"),
+            ("about 87.34 instead of 103.97", "103.97", r"2\^-150 = e\^-([\d.]+)"),
+            (
+                "The 16-bit limits (17.33, 92.88)",
+                "17.33",
+                r"float16 weights: .* NaN past a gap of ([\d.]+)",
+            ),
+            (
+                "The 16-bit limits (17.33, 92.88)",
+                "92.88",
+                r"bfloat16 weights: .* NaN past a gap of ([\d.]+)",
+            ),
+        )
+    ),
     # 01, the same rows with the weights stored in 16 bits, and -1e9 per dtype
     (
         "01_causal_attention",

@@ -2907,6 +2907,22 @@ CLAIMS = [
         8,
         r"layers 2-6: all rows within ([\de.-]+)\n",
     ),
+    # 07, review r07a: "< 1e-4" is a display floor (float32 vs float64 within 1e-5, printed),
+    # and at layer 2 only the tokens of a sequence agree: the sequences differ by 0.00755
+    (
+        "07_bug_zoo",
+        "which moves no entry of these\nstacks by 1e-5",
+        "1e-5",
+        6,
+        r"every entry after every layer within (\S+): True\n",
+    ),
+    (
+        "07_bug_zoo",
+        "the two sequences still differ\nby 0.00755 after layer 2",
+        "0.00755",
+        5,
+        r"\n +2 \| +([\d.]+) \| +[\d.]+ +[\d.]+\n",
+    ),
     # 07, norms only vs residuals only: "(0.060 to 0.128)", "1.06 ... to 1.29", "(0.0999 to 0.1002)"
     ("07_bug_zoo", "layer 2's weights (0.060 to\n0.128)", "0.060", 3, r"norms only: ([\d.]+) to"),
     (

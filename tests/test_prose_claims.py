@@ -945,6 +945,25 @@ CLAIMS = [
         0,
         r"2\^-126 = e\^-([\d.]+)",
     ),
+    # 01, review r01a: the limits count subnormals; flush-to-zero ends float32 at 2^-126
+    *(
+        ("01_causal_attention", phrase, figure, 2, pattern)
+        for phrase, figure, pattern in (
+            (r"every float32 result below $e^{-87.34}$", "87.34", r"2\^-126 = e\^-([\d.]+)"),
+            ("NaN past a gap of\nabout 87.34", "87.34", r"2\^-126 = e\^-([\d.]+)"),
+            ("about 87.34 instead of 103.97", "103.97", r"2\^-150 = e\^-([\d.]+)"),
+            (
+                "The 16-bit limits (17.33, 92.88)",
+                "17.33",
+                r"float16 weights: .* NaN past a gap of ([\d.]+)",
+            ),
+            (
+                "The 16-bit limits (17.33, 92.88)",
+                "92.88",
+                r"bfloat16 weights: .* NaN past a gap of ([\d.]+)",
+            ),
+        )
+    ),
     # 01, the same rows with the weights stored in 16 bits, and -1e9 per dtype
     (
         "01_causal_attention",
@@ -2887,6 +2906,22 @@ CLAIMS = [
         "1e-6",
         8,
         r"layers 2-6: all rows within ([\de.-]+)\n",
+    ),
+    # 07, review r07a: "< 1e-4" is a display floor (float32 vs float64 within 1e-5, printed),
+    # and at layer 2 only the tokens of a sequence agree: the sequences differ by 0.00755
+    (
+        "07_bug_zoo",
+        "which moves no entry of these\nstacks by 1e-5",
+        "1e-5",
+        6,
+        r"every entry after every layer within (\S+): True\n",
+    ),
+    (
+        "07_bug_zoo",
+        "the two sequences still differ\nby 0.00755 after layer 2",
+        "0.00755",
+        5,
+        r"\n +2 \| +([\d.]+) \| +[\d.]+ +[\d.]+\n",
     ),
     # 07, norms only vs residuals only: "(0.060 to 0.128)", "1.06 ... to 1.29", "(0.0999 to 0.1002)"
     ("07_bug_zoo", "layer 2's weights (0.060 to\n0.128)", "0.060", 3, r"norms only: ([\d.]+) to"),

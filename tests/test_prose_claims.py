@@ -4416,7 +4416,7 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "temperature 0.8 better (91 %)",
+        "temperature 0.8 (91 %) and",
         "91",
         0,
         r"T = 0.8 +\d+/\d+ +(\d+)%",
@@ -4430,7 +4430,7 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "top-k 10 at 93 %",
+        "top-k 10 (93 %) lie between",
         "93",
         0,
         r"top-k 10 +\d+/\d+ +(\d+)%",

@@ -83,7 +83,7 @@ CLAIMS = [
         )
     ),
     *(
-        ("11_language_model", "model gains: shipped +0.06 ± 0.06, plain +0.07 ± 0.06", f, 2, p)
+        ("11_language_model", "resolved: shipped +0.06 ± 0.06, plain +0.07 ± 0.06", f, 2, p)
         for f, p in (
             ("0.06", r"31, paired window by window: shipped \+([\d.]+) ± [\d.]+ \("),
             ("0.06", r"31, paired window by window: shipped \+[\d.]+ ± ([\d.]+) \("),
@@ -4451,7 +4451,7 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "temperature 0.8 better (91 %)",
+        "temperature 0.8 (91 %) and",
         "91",
         0,
         r"T = 0.8 +\d+/\d+ +(\d+)%",
@@ -4465,7 +4465,7 @@ CLAIMS = [
     ),
     (
         "09_generation_kv_cache",
-        "top-k 10 at 93 %",
+        "top-k 10 (93 %) lie between",
         "93",
         0,
         r"top-k 10 +\d+/\d+ +(\d+)%",
@@ -9505,3 +9505,18 @@ def test_03_bmm_copies_the_layout_the_prose_says():
     )
     text = text_outputs(next(c for c in cells if c.get("id") == "fc77644d"))
     assert text.rstrip().endswith("bmm on strides (480, 48, 3): {('aten::bmm', (10, 8)): 4}")
+
+
+def test_11_l0h2_pointers_name_the_lines_that_print_their_numbers():
+    """11, review r11a: the cell after the patching table names two of its lines. The 0.16 is
+    "the last line above"; the 0.18 is the line it quotes, the one before the last (the two
+    pointers would swap their numbers the other way round)."""
+    cells = nbformat.read(ROOT / "notebooks" / "11_language_model.ipynb", as_version=4).cells
+    md = next(i for i, c in enumerate(cells) if "0.18 ± 0.02 cheaper than removing" in c.source)
+    code = max(i for i in range(md) if cells[i].cell_type == "code")
+    lines = text_outputs(cells[code]).rstrip().splitlines()
+    quoted = "L0 H2 out of the keys only, minus out of both"
+    assert f'(paired; the line "{quoted}" above)' in cells[md].source
+    assert "0.16 ± 0.02 nats per character (paired; the last line above)" in cells[md].source
+    assert lines[-2].startswith(quoted) and "second copy +0.18 ± 0.02 (" in lines[-2]
+    assert "minus zeroed everywhere" in lines[-1] and "second copy +0.16 ± 0.02 (" in lines[-1]

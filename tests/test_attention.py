@@ -425,14 +425,19 @@ def test_a_finite_fill_must_fit_the_scores_dtype():
 
 def test_an_added_finfo_min_mask_rounds_float16_scores_to_steps_of_32():
     """Lecture 05: float16's spacing near -65504 is 32, so finfo.min + score overflows to -inf
-    for a score of -16 or less and rounds UP a step, to -65472, for 16 or more: in a fully
-    hidden row that key takes all the weight. float32 and bfloat16 give uniform weights."""
+    for a score of -16 or less and rounds UP one step, to -65472, for 16 to 48 (48 is a tie,
+    to the even -65472), two steps for 49: in a fully hidden row the key lifted highest takes
+    all the weight. float32 and bfloat16 give uniform weights."""
     low16 = torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16)
-    assert [(low16 + s).item() for s in (-16.0, -15.0, 15.0, 16.0)] == [
+    scores = (-16.0, -15.0, 15.0, 16.0, 48.0, 49.0, 80.0)
+    assert [(low16 + s).item() for s in scores] == [
         -torch.inf,
         -65504,
         -65504,
         -65472,
+        -65472,
+        -65440,
+        -65408,
     ]
     row = torch.tensor([0.0, 5.0, 10.0, 20.0])  # every key hidden; only key 3 scores >= 16
     assert torch.softmax(row.half() + low16, dim=-1).tolist() == [0.0, 0.0, 0.0, 1.0]

@@ -1974,8 +1974,29 @@ CLAIMS = [
     ("05_transformer_blocks", "(-65,504 in float16)", "-65504", 0, r"min = (-[\d.]+)\)"),
     # 05: an additive finfo.min mask overflows
     ("05_transformer_blocks", "any score of -16 or less", "-16", 0, r"min \+ \((-\d+)\) = -inf"),
-    ("05_transformer_blocks", "score of 16 or more rounds", "16", 0, r"min \+ \((\d+)\) = -65472"),
+    ("05_transformer_blocks", "score from 16 to 48 rounds", "16", 0, r"min \+ \((\d+)\) = -65472"),
+    # review r05a: 48 is the last printed score that lands one step up; 49 lands two steps up
+    (
+        "05_transformer_blocks",
+        "score from 16 to 48 rounds",
+        "48",
+        0,
+        r"min \+ \((\d+)\) = -65472\.0\nfloat16: finfo\.min \+ \(\d+\) = -65440",
+    ),
     ("05_transformer_blocks", "up one step to -65,472", "-65472", 0, r"min \+ \(16\) = (-\d+)"),
+    ("05_transformer_blocks", "(at 48, halfway,", "-65472", 0, r"min \+ \(48\) = (-\d+)"),
+    ("05_transformer_blocks", "(49 gives -65,440, two", "49", 0, r"min \+ \((\d+)\) = -65440"),
+    ("05_transformer_blocks", "(49 gives -65,440, two", "-65440", 0, r"min \+ \(49\) = (-\d+)"),
+    # review r05a: pre-LN's identity path is one term of the gradient, not all of it
+    *(
+        ("05_transformer_blocks", "neither the size nor the direction", figure, decimals, pattern)
+        for figure, decimals, pattern in (
+            ("58.15", 2, r"input std 0\.028: .* ratio ([\d.]+),"),
+            ("0.014", 3, r"input std 0\.028: .* cosine ([\d.]+)\n"),
+            ("1.77", 2, r"input std 1\.000: .* ratio ([\d.]+),"),
+            ("0.564", 3, r"input std 1\.000: .* cosine ([\d.]+)\n"),
+        )
+    ),
     (
         "05_transformer_blocks",
         "spacing near 65,504 is 32",

@@ -2997,7 +2997,7 @@ CLAIMS = [
     ),
     (
         "07_bug_zoo",
-        "so its rows agree to within 2.6e-05",
+        "so its rows of weights agree to within 2.6e-05",
         "2.6e-05",
         7,
         r"lecture notes version: .* across queries by at most ([\d.e-]+)\n",

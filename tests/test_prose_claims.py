@@ -1460,7 +1460,7 @@ CLAIMS = [
     ),
     (
         "03_weight_split_mha",
-        "tells them apart: 56 = 3 × 3 × 4",
+        "4 × 4 + 4, so 56 (an `out_proj`",
         "56",
         0,
         r"d_in=3, d_out=4: MultiHeadAttention (\d+) = 3 \* 3 \* 4 \+ 4 \* 4 \+ 4",

@@ -404,6 +404,36 @@ def test_many_future_keys_at_the_top_lower_every_gap_by_ln_n(gap, one_key, many_
             assert renormalised.isnan().all()
 
 
+@pytest.mark.parametrize("spread", [0.3, 5.0])
+def test_flush_to_zero_sets_the_lowest_visible_weights_to_zero_first(spread):
+    """Lecture 01, review r01b: with flush-to-zero every float32 result below 2^-126 is 0, so
+    on a row [0, spread, spread + gap] renormalising is right up to about 87.34 - spread, then
+    quietly one-hot on the higher visible key (the key with score ``spread``, not 0: the
+    reversed reading fails), then NaN past 87.34. The quiet window is as wide as the spread of
+    the visible scores (0.3 on the lecture's row, 5 on the review's row [0, 5, 5 + gap])."""
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush subnormals")
+    try:
+        right = torch.softmax(torch.tensor([0.0, spread]), dim=-1)
+        limit = -math.log(2.0**-126)  # 87.34
+        for gap, expected in (
+            (limit - spread - 0.05, "right"),
+            (limit - spread + 0.05, "one-hot"),
+            (limit - 0.05, "one-hot"),
+            (limit + 0.05, "nan"),
+        ):
+            full = torch.softmax(torch.tensor([0.0, spread, spread + gap]), dim=-1)[:2]
+            renormalised = full / full.sum()
+            if expected == "right":
+                torch.testing.assert_close(renormalised, right)
+            elif expected == "one-hot":
+                assert renormalised.tolist() == [0.0, 1.0], gap
+            else:
+                assert renormalised.isnan().all(), gap
+    finally:
+        torch.set_flush_denormal(False)
+
+
 def test_a_finite_fill_must_fit_the_scores_dtype():
     """Lecture 01: -1e9 is a valid fill in float32 and bfloat16 (stored as -998244352) but
     overflows float16 (most negative -65504); torch.finfo(dtype).min fits every dtype and,

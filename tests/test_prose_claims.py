@@ -1987,15 +1987,23 @@ CLAIMS = [
     ("05_transformer_blocks", "(at 48, halfway,", "-65472", 0, r"min \+ \(48\) = (-\d+)"),
     ("05_transformer_blocks", "(49 gives -65,440, two", "49", 0, r"min \+ \((\d+)\) = -65440"),
     ("05_transformer_blocks", "(49 gives -65,440, two", "-65440", 0, r"min \+ \(49\) = (-\d+)"),
-    # review r05a: pre-LN's identity path is one term of the gradient, not all of it
+    # review r05a: pre-LN's identity path is one term of the gradient, not all of it;
+    # review r05b: measured with GPT-2's 1/sqrt(N) scaling of the residual projections, N = 24
     *(
         ("05_transformer_blocks", "neither the size nor the direction", figure, decimals, pattern)
         for figure, decimals, pattern in (
-            ("58.15", 2, r"input std 0\.028: .* ratio ([\d.]+),"),
-            ("0.014", 3, r"input std 0\.028: .* cosine ([\d.]+)\n"),
-            ("1.77", 2, r"input std 1\.000: .* ratio ([\d.]+),"),
-            ("0.564", 3, r"input std 1\.000: .* cosine ([\d.]+)\n"),
+            ("11.50", 2, r"input std 0\.028: .* ratio ([\d.]+),"),
+            ("0.087", 3, r"input std 0\.028: .* cosine ([\d.]+)\n"),
+            ("1.04", 2, r"input std 1\.000: .* ratio ([\d.]+),"),
+            ("0.961", 3, r"input std 1\.000: .* cosine ([\d.]+)\n"),
         )
+    ),
+    (
+        "05_transformer_blocks",
+        "$N$ = 2 × 12 = 24 for 12 blocks",
+        "24",
+        0,
+        r"N = (\d+), projections .*\ninput std 0\.028: gradient",
     ),
     (
         "05_transformer_blocks",

@@ -1084,4 +1084,7 @@ def test_parameter_counts_tell_d_in_from_d_out_and_qkv_bias_adds_3_d_out():
             assert count_parameters(wrapper) == num_heads * 3 * d_in * head_dim + extra
             assert count_parameters(split) == 3 * d_in * d_out + d_out * d_out + d_out + extra
     small = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
-    assert count_parameters(small) == 56 != 3 * 3 * 4 + 3 * 3 + 3
+    assert count_parameters(small) == 56 != 3 * 3 * 4 + 3 * 3 + 3  # the swapped formula
+    width_d_in = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
+    width_d_in.out_proj = torch.nn.Linear(4, 3)  # out_proj of width d_in: nn.Linear(d_out, d_in)
+    assert count_parameters(width_d_in) == 3 * 3 * 4 + 4 * 3 + 3 != 56

@@ -3144,7 +3144,7 @@ CLAIMS = [
         "against\n0.090 for the value",
         "0.090",
         3,
-        r"without the averaging, out_proj\(W_value\(x\)\): ([\d.]+)\n",
+        r"without the averaging, out_proj\(W_value\(h\)\) with h layer 2's input: ([\d.]+)\n",
     ),
     (
         "07_bug_zoo",
@@ -5872,7 +5872,7 @@ def test_bug_zoo_norms_only_rows_agree_across_queries_not_keys():
 
     assert (
         "the tokens' spread out of layer 2's attention: 0.00088, "
-        "without the averaging, out_proj(W_value(x)): 0.090\n"
+        "without the averaging, out_proj(W_value(h)) with h layer 2's input: 0.090\n"
     ) in text
     assert (round(spread(out, 1), 5), round(spread(no_average, 1), 3)) == (0.00088, 0.090)
     assert spread(out, 2) > 100 * spread(out, 1)

@@ -1539,7 +1539,7 @@ CLAIMS = [
     ),
     (
         "04_stepwise_reshape",
-        "at most 0.015 of the best",
+        "at most about 0.015 of the best",
         "0.015",
         3,
         r"head 2, query 'Kid' .*= ([\d.]+)\n",

@@ -1859,21 +1859,21 @@ CLAIMS = [
     # review r02x: sizes whose factors all differ
     (
         "02_multihead_wrapper",
-        "`d_in = 5`,\n`d_out = 3` per head and `num_heads = 4`",
+        "`d_in = 5`,\n`d_out = 2` per head and `num_heads = 4`",
         "5",
         0,
         r"d_in=(\d+), d_out=\d+ per head, num_heads=\d+:",
     ),
     (
         "02_multihead_wrapper",
-        "`d_in = 5`,\n`d_out = 3` per head and `num_heads = 4`",
-        "3",
+        "`d_in = 5`,\n`d_out = 2` per head and `num_heads = 4`",
+        "2",
         0,
         r"d_in=\d+, d_out=(\d+) per head, num_heads=\d+:",
     ),
     (
         "02_multihead_wrapper",
-        "`d_in = 5`,\n`d_out = 3` per head and `num_heads = 4`",
+        "`d_in = 5`,\n`d_out = 2` per head and `num_heads = 4`",
         "4",
         0,
         r"d_in=\d+, d_out=\d+ per head, num_heads=(\d+):",

@@ -69,6 +69,20 @@ def test_feed_forward_shapes_and_activation(activation, reference):
     torch.testing.assert_close(out, ff.linear2(act(ff.linear1(x))))
 
 
+def test_only_one_token_at_a_time_tells_the_feed_forward_network_from_attention():
+    """05 cell 18: both modules pass "shuffle in, shuffle out" (self-attention without positions
+    or a mask treats its tokens as a set), but only the position-wise network gives the same
+    output run one token at a time."""
+    torch.manual_seed(0)
+    x, perm = torch.randn(2, 5, 8), torch.tensor([3, 0, 4, 1, 2])  # (b, num_tokens, d_model)
+    ff, att = FeedForward(8, 32, dropout=0.0), MultiHeadSelfAttention(8, 2, 0.0).eval()
+    for module, position_wise in ((ff, True), (lambda h: att(h)[0], False)):
+        whole = module(x)  # (b, num_tokens, d_model)
+        assert torch.allclose(module(x[:, perm]), whole[:, perm], atol=ATOL)
+        alone = torch.cat([module(x[:, t : t + 1]) for t in range(5)], dim=1)
+        assert torch.allclose(alone, whole, atol=ATOL) is position_wise
+
+
 # --- cross-attention -------------------------------------------------------------------------
 
 

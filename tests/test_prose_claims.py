@@ -654,8 +654,14 @@ CLAIMS = [
         r"scores: \[ *(?:\S+ +){3}([\d.]+)\]",
     ),
     ("00_numpy_attention", "values down to -24.1", "-24.1", 1, r"scaled scores from (\S+) to"),
-    ("00_numpy_attention", "(6.19 in `Q`, 5.93 in", "6.19", 2, r"entries of Q: ([\d.]+),"),
-    ("00_numpy_attention", "(6.19 in `Q`, 5.93 in", "5.93", 2, r"of K: ([\d.]+) "),
+    (
+        "00_numpy_attention",
+        "in this one draw 6.19 in `Q`,\n5.93 in",
+        "6.19",
+        2,
+        r"entries of Q: ([\d.]+),",
+    ),
+    ("00_numpy_attention", "in this one draw 6.19 in `Q`,\n5.93 in", "5.93", 2, r"of K: ([\d.]+) "),
     (
         "00_numpy_attention",
         "start with a standard deviation of about $1/3$",

@@ -101,6 +101,46 @@ def test_shipped_prefix_matching_is_l0_h3_in_the_keys_not_the_queries(induction_
             assert diagonal_top1(table) < 0.7
 
 
+@torch.no_grad()
+def test_shipped_l0_h3_out_of_the_queries_moves_parking_rows_out_of_the_keys_the_copy_rows(
+    induction_model,
+):
+    """Lecture 08, cells 78-79: L0 H3 removed from layer 1's queries only leaves the rows with
+    an earlier copy almost in place and moves the rows without one more; removed from the keys
+    only (the reversed claim), it moves the rows with an earlier copy most."""
+    from attn_course.attention import causal_mask, split_heads
+    from attn_course.tasks import TASKS
+
+    model, tokens = induction_model, TASKS["induction"].batch(100, seed=1).tokens
+    att = model.layers[1]
+
+    def stream() -> torch.Tensor:  # (b, num_tokens, d_model): what layer 1 reads
+        x = model.tok_emb(tokens) + model.positions(tokens.shape[1])
+        return x + model.layers[0](x)
+
+    def weights(x_q: torch.Tensor, x_k: torch.Tensor) -> torch.Tensor:  # (b, h, t, t)
+        q = split_heads(att.W_query(x_q), att.num_heads)
+        k = split_heads(att.W_key(x_k), att.num_heads)
+        s = (q @ k.transpose(-2, -1) / att.head_dim**0.5).masked_fill(
+            causal_mask(tokens.shape[1]), -torch.inf
+        )
+        return torch.softmax(s, dim=-1)
+
+    intact = stream()
+    with ablated(model, [(0, 3)]):
+        damaged = stream()
+    has_copy = (tokens[:, :, None] == tokens[:, None, :]).tril(diagonal=-1).any(dim=-1)
+    reference = weights(intact, intact)
+    change = {
+        path: ((w - reference).abs().sum(dim=-1) / 2).transpose(0, 1)  # (h, b, t)
+        for path, w in (("queries", weights(damaged, intact)), ("keys", weights(intact, damaged)))
+    }
+    copy_rows = {path: c[:, has_copy].mean(dim=-1) for path, c in change.items()}  # (h,)
+    parking_rows = {path: c[:, ~has_copy].mean(dim=-1) for path, c in change.items()}  # (h,)
+    assert (copy_rows["queries"] < 0.1).all() and (parking_rows["queries"] > 0.12).all()
+    assert (copy_rows["keys"] > 0.5).all() and (copy_rows["keys"] > parking_rows["keys"]).all()
+
+
 def test_diagonal_top1_counts_rows_won_by_their_own_token():
     table = torch.eye(4) + torch.tensor([[0, 0, 0, 0], [2.0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
     assert diagonal_top1(table) == 0.75

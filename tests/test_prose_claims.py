@@ -4159,12 +4159,160 @@ CLAIMS = [
         2,
         r"V-composition.*\n(?:.*\n){4}  L0 H3 column [\d.]+ to ([\d.]+)",
     ),
+    # review r08a: entries outside the random range; L0 heads removed from the queries only
     (
         "08_trained_attention",
-        "In Q-composition the other layer-0 heads score\n0.09 to 0.17",
+        "In Q-composition the other layer-0 heads score 0.09 to 0.17",
+        "0.09",
+        2,
+        r"Q-composition.*\n(?:.*\n){4}.*other writers ([\d.]+) to",
+    ),
+    (
+        "08_trained_attention",
+        "In Q-composition the other layer-0 heads score 0.09 to 0.17",
         "0.17",
         2,
         r"Q-composition.*\n(?:.*\n){4}.*other writers [\d.]+ to ([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "0.17: 6 of those 12",
+        "6",
+        0,
+        r"Q-composition.*\n(?:.*\n){5}  below every .*other writers (\d+) of 12",
+    ),
+    (
+        "08_trained_attention",
+        "and one, L1 H2 reading L0 H1, above every draw",
+        "1",
+        0,
+        r"Q-composition.*\n(?:.*\n){5}.*above every .*, (\d+) of 12 \(L1 H2 reading L0 H1:",
+    ),
+    (
+        "08_trained_attention",
+        "V-composition 10 of the 12 lie below every draw",
+        "10",
+        0,
+        r"V-composition.*\n(?:.*\n){5}  below every .*other writers (\d+) of 12",
+    ),
+    (
+        "08_trained_attention",
+        "as do all four of L0 H3's",
+        "4",
+        0,
+        r"V-composition.*\n(?:.*\n){5}  below every random draw: L0 H3 column (\d+) of 4",
+    ),
+    (
+        "08_trained_attention",
+        "besides L0 H3's four entries",
+        "4",
+        0,
+        r"K-composition.*\n(?:.*\n){5}.*above every draw: (\d+) of 4",
+    ),
+    (
+        "08_trained_attention",
+        "L1 H1 reading L0 H2 (0.152)",
+        "0.152",
+        3,
+        r"K-composition.*\n(?:.*\n){5}.*1 of 12 \(L1 H1 reading L0 H2: ([\d.]+)\)",
+    ),
+    (
+        "08_trained_attention",
+        "reach 0.15), and one entry",
+        "0.15",
+        2,
+        r"K-composition.*\n(?:.*\n){4}.*\(200 draws, [\d.]+ to ([\d.]+)\)",
+    ),
+    (
+        "08_trained_attention",
+        "one entry of the other writers lies below every draw",
+        "1",
+        0,
+        r"K-composition.*\n(?:.*\n){5}  below every .*other writers (\d+) of 12",
+    ),
+    (
+        "08_trained_attention",
+        "L0 H3, below every random draw in Q-composition",
+        "4",
+        0,
+        r"Q-composition.*\n(?:.*\n){5}  below every random draw: L0 H3 column (\d+) of 4",
+    ),
+    (
+        "08_trained_attention",
+        "by 0.11 on average",
+        "0.11",
+        2,
+        r"  L0 H1 \(output norm [\d.]+\): .*rows without (?:[\d.]+ ){2}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "against 0.04 in its rows with an earlier copy",
+        "0.04",
+        2,
+        r"  L0 H1 \(output norm [\d.]+\): rows with an earlier copy (?:[\d.]+ ){2}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "removing L0 H0 (0.07)",
+        "0.07",
+        2,
+        r"  L0 H0 \(output norm [\d.]+\): .*rows without (?:[\d.]+ ){2}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "L0 H2 (0.08) moves the same rows",
+        "0.08",
+        2,
+        r"  L0 H2 \(output norm [\d.]+\): .*rows without (?:[\d.]+ ){2}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "copy the most when it leaves the queries: 0.17 for every",
+        "0.17",
+        2,
+        r"  L0 H3 \(output norm [\d.]+\): .*rows without (?:[\d.]+ ){0}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "copy the most when it leaves the queries: 0.17 for every",
+        "0.17",
+        2,
+        r"  L0 H3 \(output norm [\d.]+\): .*rows without (?:[\d.]+ ){3}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "move by 0.03 to 0.06",
+        "0.03",
+        2,
+        r"  L0 H3 \(output norm [\d.]+\): rows with an earlier copy (?:[\d.]+ ){0}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "move by 0.03 to 0.06",
+        "0.06",
+        2,
+        r"  L0 H3 \(output norm [\d.]+\): rows with an earlier copy (?:[\d.]+ ){1}([\d.]+)",
+    ),
+    (
+        "08_trained_attention",
+        "norm 9.53\nagainst 1.65 to 1.89",
+        "9.53",
+        2,
+        r"  L0 H3 \(output norm ([\d.]+)\)",
+    ),
+    (
+        "08_trained_attention",
+        "norm 9.53\nagainst 1.65 to 1.89",
+        "1.65",
+        2,
+        r"  L0 H0 \(output norm ([\d.]+)\)",
+    ),
+    (
+        "08_trained_attention",
+        "norm 9.53\nagainst 1.65 to 1.89",
+        "1.89",
+        2,
+        r"  L0 H2 \(output norm ([\d.]+)\)",
     ),
     (
         "08_trained_attention",
@@ -5815,6 +5963,29 @@ def test_prose_figure_is_printed_beside_it(notebook, phrase, figure, decimals, p
     assert round(value, decimals) == round(float(figure), decimals), (
         f"{notebook}: the prose says {figure} ({phrase!r}), the output prints {value}"
     )
+
+
+def test_08_queries_only_table_orders_the_writers_as_the_prose_says():
+    """08, cells 78-79: read the printed table of layer-1 row changes, one layer-0 head removed
+    from the queries only. L0 H3 moves the rows without an earlier copy most, for every
+    layer-1 head; the others span the range the prose gives; L0 H1 moves L1 H2's such rows more
+    than L0 H0 or L0 H2 does."""
+    phrase = "against 0.07 to 0.11 for the other layer-0 heads"
+    cells = nbformat.read(ROOT / "notebooks" / "08_trained_attention.ipynb", as_version=4).cells
+    text = "\n".join(nearby_outputs(cells, phrase))
+    pattern = r"  L0 H(\d) \(output norm [\d.]+\): rows with an earlier copy ([\d. ]+), "
+    pattern += r"rows without ([\d. ]+)"
+    rows = {
+        int(h): [float(v) for v in without.split()] for h, _, without in re.findall(pattern, text)
+    }
+    assert sorted(rows) == [0, 1, 2, 3] and all(len(v) == 4 for v in rows.values())
+    others = [rows[w] for w in (0, 1, 2)]
+    assert [round(v, 2) for v in rows[3]] == [0.17] * 4  # "0.17 for every layer-1 head"
+    for reader in range(4):
+        assert rows[3][reader] > max(o[reader] for o in others)
+    assert round(min(min(o) for o in others), 2) == 0.07
+    assert round(max(max(o) for o in others), 2) == 0.11
+    assert rows[1][2] > max(rows[0][2], rows[2][2])
 
 
 def test_bug_zoo_collapse_holds_for_every_seed():

@@ -2107,10 +2107,10 @@ CLAIMS = [
         r"entries from [\d.]+ to ([\d.]+)",
     ),
     ("05_transformer_blocks", "std of only about 0.01", "0.01", 2, r"std ([\d.]+) within a row"),
-    ("05_transformer_blocks", "cosines 0.70 to 1.00)", "0.70", 2, r"pairwise cosines ([\d.]+) to"),
+    ("05_transformer_blocks", "cosines 0.70 to 1.00;", "0.70", 2, r"pairwise cosines ([\d.]+) to"),
     (
         "05_transformer_blocks",
-        "cosines 0.70 to 1.00)",
+        "cosines 0.70 to 1.00;",
         "1.00",
         2,
         r"pairwise cosines [\d.]+ to ([\d.]+)",
@@ -7113,8 +7113,15 @@ def test_10_stored_run_shows_the_orderings_the_prose_calls_stable():
         "causal, at 2,048 tokens, fused < tiled <\nnaive, and at 1,024 tokens the naive path was"
         in md
     )
-    assert "either came out ahead in repeated runs" in md
-    assert "each came out faster in some runs on this CPU" in md
+    # review r10d: the no-mask ordering is quoted from the stored run (the loop faster), beside
+    # an earlier stored run of the notebook in which the naive path was faster
+    naive, tiled, fused = rows[True, 1024]
+    assert tiled < naive, rows[True, 1024]
+    assert f"In the stored run the loop ({tiled} against {naive} ms)" in md
+    assert (
+        "commit 828a5e6 of the course's repository) the naive\n  path (45.7 against 51.3 ms)" in md
+    )
+    assert "the loop was faster in the stored run and slower in an earlier stored" in md
     assert "1 - 0.438 = 0.56 at 1,024 tokens" in md
     assert re.search(r"43\.8% at n = 1024,", text)
     # review r10y, finding 3: no cell prints the share, and below 0.56 need not be noise

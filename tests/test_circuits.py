@@ -179,7 +179,8 @@ def subspace_model() -> tuple[TinyTransformer, list[torch.Tensor]]:
 def test_composition_scores_tell_queries_keys_and_values_apart():
     model, _ = subspace_model()
     scores = composition_scores(model)  # {kind: (reader, writer)}
-    # ||P_A P_B|| / (||P_A|| ||P_B||) = 2 / (2 * 2) for rank-4 projections: one writer each
+    # ||P_A P_B|| / (||P_A|| ||P_B||) = 2 / (2 * 2) for rank-4 projections, 1/sqrt(rank): the
+    # most that aligned heads with equal singular values score (08 cell 75); one writer each
     torch.testing.assert_close(scores["Q"][0], torch.tensor([0.5, 0.0, 0.0]))  # into A: queries
     torch.testing.assert_close(scores["K"][0], torch.tensor([0.0, 0.5, 0.0]))  # into B: keys
     torch.testing.assert_close(scores["V"][0], torch.tensor([0.0, 0.0, 0.5]))  # into C: values

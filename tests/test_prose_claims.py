@@ -2882,20 +2882,6 @@ CLAIMS = [
         0,
         r"switches its query-block size at num_tokens = \d+ and (\d+)",
     ),
-    (
-        "06_attention_cost",
-        "four, which take 1 MiB at 128 tokens",
-        "1",
-        0,
-        r"num_tokens =  128: .* four together ([\d.]+) MiB",
-    ),
-    (
-        "06_attention_cost",
-        "and 4 MiB at 256: the same band",
-        "4",
-        0,
-        r"num_tokens =  256: .* four together ([\d.]+) MiB",
-    ),
     # review r06a, finding 1: the blocks' linear layers, output head excluded; with the head
     (
         "06_attention_cost",
@@ -3016,19 +3002,26 @@ CLAIMS = [
     ),
     (
         "06_attention_cost",
-        "Each is 1 MiB at 256 tokens",
+        "One tensor is 1 MiB at 256 tokens",
         "1",
         0,
         r"num_tokens =  256: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
     ),
     (
         "06_attention_cost",
-        "and 4 MiB at 512, so one alone",
+        "and 4 MiB at 512, so it fills",
         "4",
         0,
         r"num_tokens =  512: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
     ),
     ("06_attention_cost", "(at least 0.56 GiB)", "0.56", 2, r"1,024 +([\d.]+) GiB"),
+    (
+        "06_attention_cost",
+        "(one tensor is 0.25 MiB at 128\n    tokens)",
+        "0.25",
+        2,
+        r"num_tokens =  128: one \(b, num_heads, n, n\) float32 tensor is ([\d.]+) MiB",
+    ),
     (
         "06_attention_cost",
         "take 0.75 MiB at 128",
@@ -7362,6 +7355,9 @@ def test_attention_cost_timing():
         "leaves some run untouched",
         "count only the logits",
         "all allocated during the softmax",
+        # review r06c: alive is not touched; the fourth tensor is gone from the cache argument
+        "all alive during the softmax",
+        "four, which take 1 MiB at 128 tokens",
         "as much as training keeps",
         "about 75-fold",
         "about 40-fold",
@@ -7483,8 +7479,14 @@ def test_attention_cost_timing():
         'give a single context term, `2 · n_ctx · d` per layer and token (their row "Attention: '
         'Mask"), without saying which products it covers. Numerically it is the causal half of '
         "the full `4 · n_ctx · d` (or `queries @ keys.T` alone, without the causal halving)",
-        "all alive during the softmax; with the previous pass's `attn_weights`, four, which take "
-        "1 MiB at 128 tokens and 4 MiB at 256: the same band",
+        # review r06c, finding 1: the cache argument counts the bytes a step touches, not the
+        # tensors alive
+        "A cache holds the bytes touched recently, not every tensor that is alive: each "
+        "element-wise step of that pass reads one of these tensors and writes one,",
+        "A tensor that is alive but untouched takes memory, not cache: the scores during the "
+        "softmax, and the previous pass's `self.attn_weights`, which lives until this pass "
+        "replaces it but is neither read nor written in it.",
+        "with this 1 MiB L2, so do the two that the scaling or the softmax reads and writes",
         "What outgrows the L2 is served by the next cache level, or by memory if it outgrows that "
         "too; this notebook reads only the L2's size and does not identify which.",
         "A tensor that outgrows the L2 goes to the next cache level, or to memory if it outgrows "
@@ -7618,15 +7620,31 @@ def test_attention_cost_timing():
     assert "one (b,h,n,n) float32 tensor alone passes it between 256 and 512 tokens" in bands
     assert "three of them together pass it between 128 and 256 tokens" in bands
     assert fastest[1] == (2.7, 2.8) and fastest[1][1] < work[1]
-    # review r06j: "four, which take 1 MiB at 128 tokens and 4 MiB at 256: the same band", four
-    # times the printed one-tensor sizes (now also printed), around the printed 1 MiB L2
+    # review r06c: the two tensors one element-wise step reads and writes (twice the printed
+    # one-tensor size) pass the printed 1 MiB L2 between 128 and 256 tokens, where the three
+    # of the olive band do; one tensor alone passes it elsewhere (the grey band)
     one = "\n".join(text_outputs(c) for c in cells if c.get("id") == "c16fb5b3")
     one_mib = {
         int(n): float(m) for n, m in re.findall(r"num_tokens = +(\d+): one .* is ([\d.]+) MiB", one)
     }
     l2_mib = float(re.search(r"cpu0's L2 cache: ([\d.]+) MiB L2", bands)[1])
-    assert (4 * one_mib[128], 4 * one_mib[256], l2_mib) == (1, 4, 1)  # r06a: a 1 MiB L2 now
-    assert 4 * one_mib[128] <= l2_mib < 4 * one_mib[256] and not 4 * one_mib[64] > l2_mib
+    assert (one_mib[128], one_mib[256], l2_mib) == (0.25, 1, 1)  # r06a: a 1 MiB L2 now
+    assert 2 * one_mib[128] <= l2_mib < 2 * one_mib[256] and not 2 * one_mib[64] > l2_mib
+    assert not one_mib[128] < l2_mib < one_mib[256]  # one tensor alone passes it elsewhere
+    assert 3 * one_mib[128] <= l2_mib < 3 * one_mib[256]  # the olive band, as plotted
+    # review r06c, finding 2: "the whole cell (about a second or two here, judging by the first
+    # sweep's medians in the table: nine passes per length and module in each of three sweeps)"
+    rows = [line.split() for line in text.splitlines() if re.match(r" +\d+ +[\d.]+ ms ", line)]
+    assert [row[0] for row in rows] == ["64", "128", "256", "512", "1024"]
+    medians_ms = [float(row[i]) for row in rows for i in (1, 8)]  # lecture, fused median
+    assert (medians_ms[0], medians_ms[1]) == (0.17, 0.11)  # the columns read are the medians
+    assert len(medians_ms) == 10  # five lengths, lecture and fused
+    assert 1.0 <= 3 * 9 * sum(medians_ms) / 1e3 <= 2.0  # seconds: 3 sweeps x 9 passes
+    assert "(a few seconds)" not in flat
+    assert (
+        "the whole cell (about a second or two here, judging by the first sweep's medians in the "
+        "table: nine passes per length and module in each of three sweeps)" in flat
+    )
     # the fused kernel at its block switch (512 -> 1024): its fastest run x2.8-2.9 in every
     # sweep, about its own total x2.8 and below its attention work's x3.0; its median x5.1-5.4,
     # above x4 in every sweep; below x4 at every doubling up to 512 in every sweep

@@ -7166,6 +7166,9 @@ def test_10_stored_run_shows_the_orderings_the_prose_calls_stable():
         "commit 828a5e6 of the course's repository) the naive\n  path (45.7 against 51.3 ms)" in md
     )
     assert "the loop was faster in the stored run and slower in an earlier stored" in md
+    # review r10e: the causal share quoted is the stored run's, causal over no-mask tiled time
+    share = rows[False, 1024][1] / rows[True, 1024][1]
+    assert f"{rows[False, 1024][1]} / {tiled} = {share:.2f}" in " ".join(md.split())
     assert "1 - 0.438 = 0.56 at 1,024 tokens" in md
     assert re.search(r"43\.8% at n = 1024,", text)
     # review r10y, finding 3: no cell prints the share, and below 0.56 need not be noise

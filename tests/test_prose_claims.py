@@ -9993,10 +9993,11 @@ def test_09_summary_control_is_what_the_control_cell_prints():
     """09 Summary (reviews r09b finding 1, r09c finding 1): under the control "none of its 64
     sampled texts loops and its 2-beam texts do not loop by the rule, but greedy still loops on
     both prompts and 4 beams on ROMEO repeat one line under changing speaker names": from the
-    control cell's printed output, the plain model's distinct-2 is at least 0.5 at 2 and 4 beams on both
-    prompts and below it for greedy, its sampled rows add up to 0 of 64 loops, the shipped
-    model's column beside it loops at every width, and the printed 4-beam ROMEO excerpt repeats
-    "What is this?" under a new speaker name each time, which the distinct-2 rule misses."""
+    control cell's printed output, the plain model's distinct-2 is at least 0.5 at 2 and 4 beams
+    on both prompts and below it for greedy, its sampled rows add up to 0 of 64 loops, the
+    shipped model's column beside it loops at every width, and the printed 4-beam ROMEO excerpt
+    repeats "What is this?" under a new speaker name each time, which the distinct-2 rule
+    misses."""
     cells = nbformat.read(ROOT / "notebooks" / "09_generation_kv_cache.ipynb", as_version=4).cells
     md = " ".join(next(c.source for c in cells if "## Summary" in c.source).split())
     assert (

@@ -74,6 +74,17 @@ def _run(command: list[str], user: str | None = None, **kwargs) -> subprocess.Co
     return subprocess.run(command, capture_output=True, text=True, timeout=600, **kwargs)
 
 
+def _pids_with(marks: list[str]) -> set[int]:
+    """PIDs whose environment holds one of ``marks``: what the hub started outside its process
+    group (configurable-http-proxy and the idle culler run in sessions of their own)."""
+    found, wanted = set(), [mark.encode() for mark in marks]
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        with contextlib.suppress(OSError):
+            if set(environ.read_bytes().split(b"\0")) & set(wanted):
+                found.add(int(environ.parent.name))
+    return found
+
+
 def _pids_of(uids: set[int]) -> set[int]:
     found = set()
     for status in Path("/proc").glob("[0-9]*/status"):
@@ -99,6 +110,7 @@ class Class:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.token = secrets.token_hex(16)
+        self.hub_port = _free_port()
         self.hub: subprocess.Popen | None = None
         self.uids: set[int] = set()
 
@@ -131,7 +143,7 @@ class Class:
             ATTN_CLASS_GROUP=self.group,
             ATTN_CLASS_INSTRUCTOR=self.teacher,
             ATTN_CLASS_URL=self.url,
-            ATTN_CLASS_HUB_PORT=str(_free_port()),
+            ATTN_CLASS_HUB_PORT=str(self.hub_port),
             ATTN_CLASS_PROXY_API=f"http://127.0.0.1:{_free_port()}",
             ATTN_CLASS_API_TOKEN=self.token,
             ATTN_CLASS_MEM="3G",
@@ -170,6 +182,14 @@ class Class:
                 self.hub.wait(timeout=20)
             if self.hub.poll() is None:
                 os.killpg(self.hub.pid, signal.SIGKILL)
+        # the proxy (it inherits the hub's environment) and the culler (it calls the hub's API)
+        marks = [
+            f"ATTN_CLASS_API_TOKEN={self.token}",
+            f"JUPYTERHUB_API_URL=http://127.0.0.1:{self.hub_port}/hub/api",
+        ]
+        for pid in _pids_with(marks):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
         for _ in range(3):  # the students' servers and kernels, by PID
             for pid in _pids_of(self.uids):
                 with contextlib.suppress(ProcessLookupError):

@@ -7251,8 +7251,9 @@ def test_attention_cost_timing():
         "1,024 it grew ×3.3–5.9 against ×3.6 to ×4.0, from below the band to above it (its "
         "median ×2.8–4.5, likewise).",
         "Only a factor above ×4 grew faster than any work the module does: in these sweeps from "
-        "256 to 512 tokens (the fastest run and the median, in every sweep) and from 512 to "
-        "1,024 (the fastest run and the median, in some sweeps only).",
+        "256 to 512 tokens (the median in every sweep, by ×6.6–8.8; the fastest run in every "
+        "sweep too, but in the first sweep only just, ×4.1) and from 512 to 1,024 (the fastest "
+        "run and the median, in some sweeps only).",
         "The sweeps show where time grew faster than ×4, faster than any work the module does;",
         "* *The uncounted quadratic passes* (mask fill, scaling, softmax): they can lift a "
         "doubling from the counted factor up to ×4.0, but no further: not the lecture module's "
@@ -7265,8 +7266,8 @@ def test_attention_cost_timing():
         "fastest runs grew less than its total counted work up to 256 tokens, ×4.1–9.4 from 256 "
         "to 512 and ×3.3–5.9 from 512 to 1,024 tokens (printed under the timing table):",
         "up to ×4.0 the uncounted mask, scaling and softmax passes could account for it; above ×4 "
-        "(from 256 to 512 tokens in every sweep, from 512 to 1,024 in some) time outgrew all of "
-        "the module's work.",
+        "(from 256 to 512 tokens in every sweep, the fastest run of the first sweep only just; "
+        "from 512 to 1,024 in some) time outgrew all of the module's work.",
         "whatever makes a doubling steeper than ×4 (see the hypotheses under the plot)",
         "The fused kernel's fastest run grew less than ×4 at every doubling up to 512 tokens in "
         "every sweep; from 512 to 1,024 it grew ×2.8–2.9: about as much as its own total counted "
@@ -7484,8 +7485,11 @@ def test_attention_cost_timing():
         "the full `4 · n_ctx · d` (or `queries @ keys.T` alone, without the causal halving)",
         # review r06c, finding 1: the cache argument counts the bytes a step touches, not the
         # tensors alive
-        "A cache holds the bytes touched recently, not every tensor that is alive: each "
-        "element-wise step of that pass reads one of these tensors and writes one,",
+        "A cache holds the bytes touched recently, not every tensor that is alive: the scaling "
+        "and the softmax each read one of these tensors and write one,",
+        # review r06f: the mask fill reads only the mask and writes the hidden half of the scores
+        "`masked_fill_` reads only the causal mask (a bool `(n, n)` slice shared by the heads) "
+        "and writes `-inf` into the hidden half of the scores, in place;",
         "A tensor that is alive but untouched takes memory, not cache: the scores during the "
         "softmax, and the previous pass's `self.attn_weights`, which lives until this pass "
         "replaces it but is neither read nor written in it.",
@@ -7623,7 +7627,7 @@ def test_attention_cost_timing():
     assert "one (b,h,n,n) float32 tensor alone passes it between 256 and 512 tokens" in bands
     assert "three of them together pass it between 128 and 256 tokens" in bands
     assert fastest[1] == (2.7, 2.8) and fastest[1][1] < work[1]
-    # review r06c: the two tensors one element-wise step reads and writes (twice the printed
+    # review r06c: the two tensors the scaling or the softmax reads and writes (twice the printed
     # one-tensor size) pass the printed 1 MiB L2 between 128 and 256 tokens, where the three
     # of the olive band do; one tensor alone passes it elsewhere (the grey band)
     one = "\n".join(text_outputs(c) for c in cells if c.get("id") == "c16fb5b3")

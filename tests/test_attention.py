@@ -1016,7 +1016,8 @@ def test_each_addmm_fills_its_whole_output_with_the_bias():
 
 def test_bmm_takes_rows_or_columns_as_they_are_and_copies_another_layout():
     """03, "What copies": bmm takes a matrix stored by rows or by columns (one of its last two
-    strides 1) without a copy; a layout with neither stride 1 it copies, matrix by matrix.
+    strides 1, the other spanning the matrix) without a copy; a layout with neither stride 1,
+    broadcast rows (stride 0) or overlapping rows it copies, matrix by matrix (review r03f).
     (10, 8) @ (8, 10) is large enough that bmm does not use its plain loop for tiny products."""
     from attn_course.tiled import layout_copies
 
@@ -1029,6 +1030,12 @@ def test_bmm_takes_rows_or_columns_as_they_are_and_copies_another_layout():
     assert layout_copies(torch.bmm, by_rows, other) == []
     assert layout_copies(torch.bmm, by_columns, other) == []
     assert layout_copies(torch.bmm, odd, other) == [("aten::bmm", (10, 8))] * 4
+    broadcast = torch.randn(4, 1, 8).expand(4, 10, 8)  # strides (8, 0, 1): a unit stride
+    overlapping = torch.randn(4, 44).as_strided((4, 10, 8), (44, 4, 1))  # rows 4 apart, 8 wide
+    for unit_stride_but_shared in (broadcast, overlapping):
+        assert (
+            layout_copies(torch.bmm, unit_stride_but_shared, other) == [("aten::bmm", (10, 8))] * 4
+        )
 
 
 def test_split_on_distinct_sizes_hands_head_h_its_block_of_features():
